@@ -1,0 +1,1 @@
+"""The `mcpward` command line (typer): thin wiring, rich output. Nothing imports this package."""

@@ -1,0 +1,159 @@
+"""Load and validate a configuration file; every error names the file, the field and the fix."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ValidationError
+
+from mcpward.config.models import GatewayConfig
+from mcpward.pipeline.guard import Guard
+from mcpward.pipeline.registry import resolve_guard_kind
+from mcpward.pipeline.spec import GuardSpec
+
+
+@dataclass(frozen=True)
+class ConfigProblem:
+    location: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.location}: {self.message}" if self.location else self.message
+
+
+class ConfigError(Exception):
+    """An invalid configuration. The gateway never starts with one."""
+
+    def __init__(self, source: str, problems: list[ConfigProblem]) -> None:
+        self.source = source
+        self.problems = problems
+        lines = [f"{source}: invalid configuration ({len(problems)} problem(s))"]
+        lines += [f"  - {p}" for p in problems]
+        super().__init__("\n".join(lines))
+
+
+def _loc(parts: tuple[int | str, ...] | list[int | str]) -> str:
+    out = ""
+    for part in parts:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out
+
+
+def _pydantic_problems(exc: ValidationError, prefix: str = "") -> list[ConfigProblem]:
+    problems = []
+    for err in exc.errors(include_url=False):
+        loc = [p for p in err["loc"] if p not in ("stdio", "http")]
+        where = _loc(loc)
+        if prefix:
+            where = f"{prefix}.{where}" if where else prefix
+        message = err["msg"]
+        if err["type"] == "extra_forbidden":
+            message = "unknown field; check the spelling (`mcpward config schema` lists the fields)"
+        elif err["type"] == "missing":
+            message = "required field is missing"
+        elif "input" in err and err["type"] not in ("model_type",):
+            shown = repr(err["input"])
+            if len(shown) <= 60:
+                message += f" (got {shown})"
+        problems.append(ConfigProblem(where, message))
+    return problems
+
+
+@dataclass(frozen=True)
+class LoadedConfig:
+    """A validated config with each guard's options parsed by its kind's own model."""
+
+    source: str
+    config: GatewayConfig
+    guard_specs: list[GuardSpec]
+    guard_options: list[BaseModel]
+
+    def build_guards(self) -> list[Guard]:
+        return [
+            resolve_guard_kind(spec.kind)(spec, options)
+            for spec, options in zip(self.guard_specs, self.guard_options, strict=True)
+        ]
+
+
+def _check_guards(specs: list[GuardSpec], from_defaults: bool) -> tuple[list[BaseModel], list[ConfigProblem]]:
+    problems: list[ConfigProblem] = []
+    options: list[BaseModel] = []
+    seen: dict[str, int] = {}
+    for index, spec in enumerate(specs):
+        where = "guards (built-in defaults)" if from_defaults else f"guards[{index}]"
+        try:
+            cls = resolve_guard_kind(spec.kind)
+        except KeyError as exc:
+            problems.append(ConfigProblem(f"{where}.kind", str(exc.args[0])))
+            options.append(BaseModel())
+            continue
+        guard_id = spec.id or spec.kind
+        if guard_id in seen:
+            problems.append(
+                ConfigProblem(
+                    f"{where}.id",
+                    f"guard id {guard_id!r} is already used by guards[{seen[guard_id]}]; "
+                    "give each guard of the same kind its own id",
+                )
+            )
+        seen[guard_id] = index
+        supported = cls.supported_phases()
+        unsupported = [p.value for p in spec.runs_on if p not in supported]
+        if unsupported:
+            problems.append(
+                ConfigProblem(
+                    f"{where}.runs_on",
+                    f"guard kind {spec.kind!r} does not run at {', '.join(unsupported)}; "
+                    f"it supports: {', '.join(sorted(p.value for p in supported))}",
+                )
+            )
+        try:
+            options.append(cls.Options.model_validate(spec.config))
+        except ValidationError as exc:
+            problems += _pydantic_problems(exc, prefix=f"{where}.config")
+            options.append(BaseModel())
+        except ValueError as exc:
+            problems.append(ConfigProblem(f"{where}.config", str(exc)))
+            options.append(BaseModel())
+    return options, problems
+
+
+def parse_config(data: Any, source: str = "<config>") -> LoadedConfig:
+    """Validate already parsed YAML/JSON data."""
+    if not isinstance(data, dict):
+        raise ConfigError(source, [ConfigProblem("", "the file must contain a mapping at the top level")])
+    try:
+        config = GatewayConfig.model_validate(data)
+    except ValidationError as exc:
+        raise ConfigError(source, _pydantic_problems(exc)) from None
+    from_defaults = config.guards is None
+    if from_defaults:
+        from mcpward.guards.defaults import default_guard_specs
+
+        specs = default_guard_specs()
+    else:
+        specs = list(config.guards or [])
+    options, problems = _check_guards(specs, from_defaults)
+    if problems:
+        raise ConfigError(source, problems)
+    return LoadedConfig(source, config, specs, options)
+
+
+def load_config(path: Path | str) -> LoadedConfig:
+    """Read, parse and validate a YAML configuration file."""
+    source = str(path)
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(source, [ConfigProblem("", f"cannot read the file: {exc.strerror}")]) from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        problem = getattr(exc, "problem", None) or str(exc)
+        raise ConfigError(source, [ConfigProblem(where, f"not valid YAML: {problem}")]) from None
+    return parse_config(data, source)

@@ -1,0 +1,139 @@
+"""Pydantic models of the configuration file. `mcpward config schema` prints their JSON Schema."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, field_validator, model_validator
+
+from mcpward.pipeline.spec import GuardSpec, Mode
+
+UPSTREAM_ID = r"^[A-Za-z0-9][A-Za-z0-9_-]{0,62}$"
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class SecretRef(Strict):
+    """A secret value taken from an environment variable or a file, never written in config."""
+
+    env: str | None = Field(default=None, description="Environment variable holding the value.")
+    file: Path | None = Field(default=None, description="File holding the value (trailing newline stripped).")
+    prefix: str = Field(default="", description='Text put before the value, e.g. "Bearer ".')
+
+    @model_validator(mode="after")
+    def _exactly_one(self) -> SecretRef:
+        if (self.env is None) == (self.file is None):
+            raise ValueError("give exactly one of env or file")
+        return self
+
+
+class RestartPolicy(Strict):
+    enabled: bool = True
+    initial_backoff_s: float = Field(default=0.5, gt=0, le=60)
+    max_backoff_s: float = Field(default=30.0, gt=0, le=3600)
+
+
+class StdioUpstream(Strict):
+    """An MCP server started as a subprocess speaking stdio."""
+
+    kind: Literal["stdio"] = "stdio"
+    id: str = Field(pattern=UPSTREAM_ID, description="Operator-given identity of this upstream.")
+    command: str = Field(min_length=1)
+    args: list[str] = Field(default_factory=list)
+    env: dict[str, str] = Field(default_factory=dict, description="Variables set for the child.")
+    pass_env: list[str] = Field(
+        default_factory=list,
+        description="Names of the gateway's environment variables passed through to the child. "
+        "Nothing else is inherited except a minimal PATH/HOME/LANG set.",
+    )
+    cwd: Path | None = None
+    restart: RestartPolicy = Field(default_factory=RestartPolicy)
+
+
+class HttpUpstream(Strict):
+    """An MCP server reached over Streamable HTTP."""
+
+    kind: Literal["http"] = "http"
+    id: str = Field(pattern=UPSTREAM_ID)
+    url: str = Field(pattern=r"^https?://", description="The server's MCP endpoint URL.")
+    headers: dict[str, SecretRef] = Field(
+        default_factory=dict, description="Headers sent upstream; values come from env or files."
+    )
+    allow_private: list[str] = Field(
+        default_factory=list,
+        description="Addresses or CIDR ranges this upstream may reach although they are private "
+        "(the egress filter blocks private, loopback and metadata addresses otherwise).",
+    )
+    restart: RestartPolicy = Field(default_factory=RestartPolicy)
+
+
+def _upstream_kind(value: object) -> str:
+    """`kind` may be omitted: a `url` means http, anything else stdio."""
+    if isinstance(value, dict):
+        return str(value.get("kind") or ("http" if "url" in value else "stdio"))
+    return str(getattr(value, "kind", "stdio"))
+
+
+Upstream = Annotated[
+    Annotated[StdioUpstream, Tag("stdio")] | Annotated[HttpUpstream, Tag("http")],
+    Discriminator(_upstream_kind),
+]
+
+
+class StdioFront(Strict):
+    kind: Literal["stdio"] = "stdio"
+
+
+Front = StdioFront
+
+
+class GatewaySettings(Strict):
+    namespacing: Literal["auto", "always", "never"] = Field(
+        default="auto",
+        description="Prefix tool/prompt names with the upstream id: auto = only with 2+ upstreams.",
+    )
+    namespace_separator: str = Field(default="__", pattern=r"^[A-Za-z0-9_.-]{1,4}$")
+    max_frame_bytes: int = Field(default=4 * 1024 * 1024, ge=1024, le=256 * 1024 * 1024)
+    request_timeout_s: float = Field(
+        default=120.0, gt=0, le=3600, description="Deadline for an upstream's answer to a request."
+    )
+    connect_timeout_s: float = Field(default=30.0, gt=0, le=600)
+    mode: Mode = Field(default=Mode.ENFORCE, description="enforce | shadow (record, do not block).")
+
+
+class LogSettings(Strict):
+    level: Literal["debug", "info", "warning", "error"] = "info"
+    file: Path | None = Field(default=None, description="Log file; default: standard error.")
+
+
+class GatewayConfig(Strict):
+    """The whole configuration file."""
+
+    version: Literal[1] = 1
+    front: Front = Field(default_factory=StdioFront)
+    gateway: GatewaySettings = Field(default_factory=GatewaySettings)
+    upstreams: list[Upstream] = Field(min_length=1)
+    guards: list[GuardSpec] | None = Field(
+        default=None, description="The guard pipeline; omitted = the built-in default guards."
+    )
+    state_dir: Path | None = Field(
+        default=None, description="Where pins, keys and the ledger live (default: XDG state dir)."
+    )
+    logging: LogSettings = Field(default_factory=LogSettings)
+
+    @field_validator("upstreams")
+    @classmethod
+    def _unique_ids(cls, value: list[StdioUpstream | HttpUpstream]) -> list[StdioUpstream | HttpUpstream]:
+        seen: set[str] = set()
+        for upstream in value:
+            if upstream.id in seen:
+                raise ValueError(f"upstream id {upstream.id!r} is used twice; ids must be unique")
+            seen.add(upstream.id)
+        return value
+
+    def namespaced(self) -> bool:
+        mode = self.gateway.namespacing
+        return mode == "always" or (mode == "auto" and len(self.upstreams) > 1)

@@ -1,0 +1,1 @@
+"""Contract pins: canonical hashing of tool contracts, the drift taxonomy, postures, pin stores."""

@@ -1,0 +1,1 @@
+"""The bundled demo MCP server and the `mcpward demo` walkthrough."""

@@ -1,0 +1,1 @@
+"""Evidence: decision receipts, the HMAC-chained ledger with signed checkpoints, and verification."""

@@ -1,0 +1,166 @@
+"""Runs the guards of a phase in priority order with deadlines and failure modes.
+
+The first enforced Deny or Hold stops the chain; a Modify is seen by the guards after it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from mcpward.pipeline.context import GuardContext
+from mcpward.pipeline.decisions import Allow, Deny, Hold, Modify
+from mcpward.pipeline.guard import Guard
+from mcpward.pipeline.modify import ModifyError, apply_modify
+from mcpward.pipeline.phases import Phase
+from mcpward.pipeline.spec import FailureMode, Mode
+from mcpward.pipeline.subject import Subject
+
+log = logging.getLogger("mcpward.pipeline")
+
+
+@dataclass(slots=True)
+class GuardRun:
+    """One guard's run at one phase, as receipts record it."""
+
+    guard_id: str
+    kind: str
+    phase: str
+    outcome: str  # allow | deny | hold | modify | error | timeout
+    duration_ms: float
+    code: str | None = None
+    failure_mode_applied: str | None = None
+    shadow: bool = False  # a deny/hold recorded but not enforced
+    evidence: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class Outcome:
+    """The pipeline's verdict on one payload across one or more phases."""
+
+    payload: Any
+    stop: Deny | Hold | None = None
+    stopped_by: str | None = None
+    warnings: list[str] = field(default_factory=list)
+    runs: list[GuardRun] = field(default_factory=list)
+    modified: bool = False
+    shadow_stops: list[tuple[str, Deny | Hold]] = field(default_factory=list)
+
+    @property
+    def allowed(self) -> bool:
+        return self.stop is None
+
+
+class Pipeline:
+    """The ordered guards per phase. Build once from config; `run` is on the hot path."""
+
+    def __init__(self, guards: Sequence[Guard], mode: Mode = Mode.ENFORCE) -> None:
+        self.guards = list(guards)
+        self.mode = mode
+        order = {id(g): i for i, g in enumerate(self.guards)}
+        self._by_phase: dict[Phase, tuple[Guard, ...]] = {}
+        for phase in Phase:
+            chosen = [g for g in self.guards if g.spec.enabled and phase in g.spec.runs_on]
+            chosen.sort(key=lambda g: (g.spec.priority, order[id(g)]))
+            self._by_phase[phase] = tuple(chosen)
+
+    def guards_for(self, phase: Phase) -> tuple[Guard, ...]:
+        return self._by_phase[phase]
+
+    def has(self, phase: Phase) -> bool:
+        return bool(self._by_phase[phase])
+
+    async def run(
+        self,
+        phases: Sequence[Phase],
+        name: str | None,
+        payload: Any,
+        ctx: GuardContext,
+        outcome: Outcome | None = None,
+    ) -> Outcome:
+        """Run the phases in order over one payload; stops at the first enforced Deny/Hold."""
+        out = outcome if outcome is not None else Outcome(payload=payload)
+        out.payload = payload
+        for phase in phases:
+            for guard in self._by_phase[phase]:
+                await self._run_one(guard, phase, name, out, ctx)
+                if out.stop is not None:
+                    return out
+        return out
+
+    async def close(self) -> None:
+        for guard in self.guards:
+            try:
+                await guard.close()
+            except Exception:  # noqa: BLE001 - shutdown must finish
+                log.exception("guard %s failed to close", guard.id)
+
+    async def _run_one(
+        self, guard: Guard, phase: Phase, name: str | None, out: Outcome, ctx: GuardContext
+    ) -> None:
+        spec = guard.spec
+        hook = getattr(guard, f"on_{phase.value}")
+        subject = Subject(phase, name, out.payload)
+        deadline = spec.timeout_ms / 1000.0
+        started = time.perf_counter()
+        failure: str | None = None
+        decision: Any = None
+        try:
+            async with asyncio.timeout(deadline):
+                decision = await hook(subject, ctx)
+        except TimeoutError:
+            failure = "timeout"
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - a guard's bug follows its failure mode
+            failure = "error"
+            log.warning("guard %s raised %s at %s", guard.id, type(exc).__name__, phase.value)
+        elapsed = time.perf_counter() - started
+        if failure is None and elapsed > deadline:
+            failure = "timeout"  # a CPU-bound hook cannot be cancelled; its late answer is void
+        run = GuardRun(guard.id, guard.kind, phase.value, "allow", elapsed * 1000.0)
+        out.runs.append(run)
+        if failure is None and not isinstance(decision, (Allow, Deny, Hold, Modify)):
+            failure = "error"
+            log.warning("guard %s returned %r, not a decision", guard.id, type(decision).__name__)
+        if failure is None and isinstance(decision, Modify):
+            try:
+                out.payload = apply_modify(phase, out.payload, decision.action, out.warnings)
+                out.modified = True
+                run.outcome = "modify"
+                run.evidence = dict(decision.evidence)
+                return
+            except ModifyError as exc:
+                failure = "error"
+                log.warning("guard %s: unusable modify at %s: %s", guard.id, phase.value, exc)
+        if failure is not None:
+            run.outcome = failure
+            run.failure_mode_applied = spec.failure_mode.value
+            if spec.failure_mode is FailureMode.FAIL_OPEN:
+                log.warning("guard %s %s at %s; failing open", guard.id, failure, phase.value)
+                return
+            decision = Deny(
+                code=f"guard_{failure}",
+                message=f"guard {guard.id} {'timed out' if failure == 'timeout' else 'failed'}; "
+                "failing closed",
+            )
+            run.code = decision.code
+        elif isinstance(decision, Allow):
+            run.evidence = dict(decision.evidence)
+            return
+        assert isinstance(decision, (Deny, Hold))
+        if failure is None:
+            run.outcome = "hold" if isinstance(decision, Hold) else "deny"
+            run.code = decision.code
+            run.evidence = dict(decision.evidence)
+        mode = spec.mode or self.mode
+        if mode is Mode.SHADOW:
+            run.shadow = True
+            out.shadow_stops.append((guard.id, decision))
+            return
+        out.stop = decision
+        out.stopped_by = guard.id

@@ -1,0 +1,84 @@
+"""The Guard base class: one small class per guard kind, one async hook per phase.
+
+A subclass overrides the `on_<phase>` hooks it supports and declares its options model.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from pydantic import BaseModel, ConfigDict
+
+from mcpward.pipeline.context import GuardContext
+from mcpward.pipeline.decisions import Allow, Decision
+from mcpward.pipeline.phases import Phase
+from mcpward.pipeline.services import GatewayServices
+from mcpward.pipeline.spec import GuardSpec
+from mcpward.pipeline.subject import Subject
+
+
+class NoOptions(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+_ALLOW = Allow()
+
+
+class Guard:
+    """Base class. `kind` names it in config; `Options` validates its `config` block."""
+
+    kind: ClassVar[str] = ""
+    Options: ClassVar[type[BaseModel]] = NoOptions
+
+    def __init__(self, spec: GuardSpec, options: Any) -> None:
+        self.spec = spec
+        self.id: str = spec.id or spec.kind
+        self.options = options
+
+    @classmethod
+    def supported_phases(cls) -> frozenset[Phase]:
+        """The phases whose hook this class overrides."""
+        return frozenset(
+            phase
+            for phase in Phase
+            if getattr(cls, f"on_{phase.value}") is not getattr(Guard, f"on_{phase.value}")
+        )
+
+    async def attach(self, services: GatewayServices) -> None:
+        """Called once when the gateway is assembled, before the first message."""
+
+    async def close(self) -> None:
+        """Release resources (sandboxes, clients) at shutdown."""
+
+    async def on_request(self, subject: Subject, ctx: GuardContext) -> Decision:
+        return _ALLOW
+
+    async def on_response(self, subject: Subject, ctx: GuardContext) -> Decision:
+        return _ALLOW
+
+    async def on_tools_list(self, subject: Subject, ctx: GuardContext) -> Decision:
+        return _ALLOW
+
+    async def on_prompts_list(self, subject: Subject, ctx: GuardContext) -> Decision:
+        return _ALLOW
+
+    async def on_resources_list(self, subject: Subject, ctx: GuardContext) -> Decision:
+        return _ALLOW
+
+    async def on_tool_invoke(self, subject: Subject, ctx: GuardContext) -> Decision:
+        return _ALLOW
+
+    async def on_tool_result(self, subject: Subject, ctx: GuardContext) -> Decision:
+        return _ALLOW
+
+    async def on_prompt_request(self, subject: Subject, ctx: GuardContext) -> Decision:
+        return _ALLOW
+
+    async def on_prompt_result(self, subject: Subject, ctx: GuardContext) -> Decision:
+        return _ALLOW
+
+    async def on_resource_request(self, subject: Subject, ctx: GuardContext) -> Decision:
+        return _ALLOW
+
+    async def on_resource_result(self, subject: Subject, ctx: GuardContext) -> Decision:
+        return _ALLOW

@@ -1,0 +1,22 @@
+"""The phases at which guards run, and which phases apply to which MCP method."""
+
+from __future__ import annotations
+
+from enum import Enum
+
+
+class Phase(str, Enum):
+    REQUEST = "request"  # every client request, before anything more specific
+    RESPONSE = "response"  # every result going back to the client, after anything more specific
+    TOOLS_LIST = "tools_list"
+    PROMPTS_LIST = "prompts_list"
+    RESOURCES_LIST = "resources_list"  # resources/list and resources/templates/list
+    TOOL_INVOKE = "tool_invoke"
+    TOOL_RESULT = "tool_result"
+    PROMPT_REQUEST = "prompt_request"
+    PROMPT_RESULT = "prompt_result"
+    RESOURCE_REQUEST = "resource_request"
+    RESOURCE_RESULT = "resource_result"
+
+
+LIST_PHASES = frozenset({Phase.TOOLS_LIST, Phase.PROMPTS_LIST, Phase.RESOURCES_LIST})

@@ -1,0 +1,37 @@
+"""JSON-RPC error codes: the standard ones, MCP 2026-07-28's, and the gateway's own (-32010..-32013).
+
+Also the closed vocabulary of reasons an upstream is unusable.
+"""
+
+from __future__ import annotations
+
+from enum import Enum
+
+PARSE_ERROR = -32700
+INVALID_REQUEST = -32600
+METHOD_NOT_FOUND = -32601
+INVALID_PARAMS = -32602
+INTERNAL_ERROR = -32603
+
+# MCP 2026-07-28
+HEADER_MISMATCH = -32020
+MISSING_CLIENT_CAPABILITY = -32021
+UNSUPPORTED_PROTOCOL_VERSION = -32022
+
+# mcpward's own (see docs/errors.md)
+HOLD = -32010
+UPSTREAM_UNAVAILABLE = -32011
+GATEWAY_INTERNAL = -32012
+DENIED = -32013
+
+
+class UpstreamFailure(str, Enum):
+    """Why an upstream could not answer (data.reason of -32011); closed vocabulary."""
+
+    NOT_CONNECTED = "not_connected"
+    CRASHED = "crashed"
+    TIMEOUT = "timeout"
+    FRAME_TOO_LARGE = "frame_too_large"
+    UNPARSEABLE = "unparseable"
+    RESTARTING = "restarting"
+    SHUTTING_DOWN = "shutting_down"

@@ -1,0 +1,1 @@
+"""Sessions: id remapping, namespacing several upstreams, cursors, list_changed fan-in, catalog."""

@@ -1,0 +1,1 @@
+"""Storage: the state directory, secret key files, and SQLite connections shared by the stores."""

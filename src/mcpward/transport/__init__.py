@@ -1,0 +1,1 @@
+"""Fronts (stdio, HTTP) that clients talk to, and connectors to upstream servers."""
