@@ -11,6 +11,7 @@ import typer
 
 COMMAND_MODULES = [
     "mcpward.cli.config_cmd",
+    "mcpward.cli.run",
 ]
 
 app = typer.Typer(

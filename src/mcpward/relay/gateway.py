@@ -1,0 +1,106 @@
+"""The gateway core every front feeds: config in, guards attached, sessions out.
+
+There is exactly one place a message is judged (Session); fronts only move frames.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+from mcpward.config.loader import LoadedConfig
+from mcpward.evidence.record import NullRecorder, Recorder
+from mcpward.pipeline.context import Identity
+from mcpward.pipeline.executor import Pipeline
+from mcpward.pipeline.services import GatewayServices
+from mcpward.relay.catalog import Catalog
+from mcpward.relay.links import UpstreamLink
+from mcpward.relay.naming import Namespace
+from mcpward.relay.session import Downstream, Session
+from mcpward.store.paths import resolve_state_dir
+from mcpward.transport.connectors import make_connection
+
+log = logging.getLogger("mcpward.gateway")
+
+
+class Gateway:
+    """Holds what all sessions share: the pipeline, the catalog, the recorder, the upstream specs."""
+
+    def __init__(self, loaded: LoadedConfig, state_dir: Path, recorder: Recorder | None = None) -> None:
+        config = loaded.config
+        self.loaded = loaded
+        self.config = config
+        self.settings = config.gateway
+        self.state_dir = state_dir
+        self.specs = {u.id: u for u in config.upstreams}
+        self.upstream_ids = [u.id for u in config.upstreams]
+        self.namespace = Namespace(self.upstream_ids, self.settings.namespace_separator, config.namespaced())
+        self.pipeline = Pipeline(loaded.build_guards(), mode=self.settings.mode)
+        self.catalog = Catalog(self.upstream_ids)
+        self.recorder: Recorder = recorder or NullRecorder()
+        self.identities = {
+            u.id: make_connection(u, self.settings).identity_digest for u in config.upstreams
+        }
+        self.sessions: set[Session] = set()
+        self._relister: asyncio.Task[None] | None = None
+
+    @classmethod
+    async def start(cls, loaded: LoadedConfig, recorder: Recorder | None = None) -> Gateway:
+        """Assemble the gateway and attach every guard. Upstreams start with the first session."""
+        state_dir = resolve_state_dir(loaded.config.state_dir)
+        gateway = cls(loaded, state_dir, recorder)
+        services = GatewayServices(
+            state_dir=state_dir, catalog=gateway.catalog, upstream_identities=dict(gateway.identities)
+        )
+        for guard in gateway.pipeline.guards:
+            await guard.attach(services)
+        if gateway.settings.relist_interval_s > 0:
+            gateway._relister = asyncio.create_task(gateway._relist_forever())
+        return gateway
+
+    def make_link(
+        self,
+        upstream_id: str,
+        on_message: Callable[[UpstreamLink, dict[str, Any]], Awaitable[None]],
+        on_state: Callable[[UpstreamLink], Awaitable[None]],
+    ) -> UpstreamLink:
+        spec = self.specs[upstream_id]
+        return UpstreamLink(
+            make_connection(spec, self.settings),
+            spec.restart,
+            self.settings.request_timeout_s,
+            self.settings.connect_timeout_s,
+            on_message,
+            on_state,
+        )
+
+    async def open_session(
+        self, downstream: Downstream, identity: Identity | None = None, session_id: str | None = None
+    ) -> Session:
+        session = Session(self, downstream, identity, session_id)
+        self.sessions.add(session)
+        return session
+
+    async def close_session(self, session: Session) -> None:
+        self.sessions.discard(session)
+        await session.close()
+
+    async def _relist_forever(self) -> None:
+        """Re-read every upstream on a timer: catches a server that changes without telling."""
+        while True:
+            await asyncio.sleep(self.settings.relist_interval_s)
+            for upstream_id in self.upstream_ids:
+                with contextlib.suppress(Exception):
+                    await self.catalog.refresh(upstream_id)
+
+    async def close(self) -> None:
+        if self._relister is not None:
+            self._relister.cancel()
+        for session in list(self.sessions):
+            await self.close_session(session)
+        await self.pipeline.close()
+        await self.recorder.close()

@@ -1,0 +1,260 @@
+"""An upstream link: one connection plus its pending requests, deadlines, and restart with backoff.
+
+The link replays the client's handshake after a restart so the upstream comes back transparently.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import math
+import logging
+from collections.abc import Awaitable, Callable
+from enum import Enum
+from typing import Any
+
+from mcpward.config.models import RestartPolicy
+from mcpward.protocol import jsonrpc, methods
+from mcpward.protocol.errors import UpstreamFailure
+from mcpward.transport.upstream import UpstreamConnection, UpstreamUnavailable
+
+log = logging.getLogger("mcpward.relay")
+
+MessageHandler = Callable[["UpstreamLink", dict[str, Any]], Awaitable[None]]
+StateHandler = Callable[["UpstreamLink"], Awaitable[None]]
+
+
+class LinkState(Enum):
+    DOWN = "down"
+    STARTING = "starting"
+    UP = "up"
+    CLOSED = "closed"
+
+
+class UpstreamError(Exception):
+    """A request to the upstream failed without an answer; carries the closed-vocabulary reason."""
+
+    def __init__(self, upstream: str, reason: UpstreamFailure, detail: str = "") -> None:
+        super().__init__(f"upstream {upstream!r}: {reason.value}{': ' + detail if detail else ''}")
+        self.upstream = upstream
+        self.reason = reason
+        self.detail = detail
+
+
+class UpstreamLink:
+    """Owns one UpstreamConnection for one session; routes its answers to waiting requests."""
+
+    def __init__(
+        self,
+        connection: UpstreamConnection,
+        restart: RestartPolicy,
+        request_timeout_s: float,
+        connect_timeout_s: float,
+        on_message: MessageHandler,
+        on_state: StateHandler,
+    ) -> None:
+        self.connection = connection
+        self.id = connection.upstream_id
+        self.restart = restart
+        self.request_timeout_s = request_timeout_s
+        self.connect_timeout_s = connect_timeout_s
+        self._on_message = on_message
+        self._on_state = on_state
+        self.state = LinkState.DOWN
+        self._ids = itertools.count(1)
+        self._pending: dict[int, asyncio.Future[dict[str, Any]]] = {}
+        self._reader: asyncio.Task[None] | None = None
+        self._restarter: asyncio.Task[None] | None = None
+        self._started = asyncio.Event()
+        # The client's handshake, replayed after a restart (handshake era only).
+        self.init_params: dict[str, Any] | None = None
+        self.init_result: dict[str, Any] | None = None
+        self.initialized_sent = False
+        self.last_failure = UpstreamFailure.NOT_CONNECTED
+
+    @property
+    def up(self) -> bool:
+        return self.state is LinkState.UP
+
+    async def ensure_started(self) -> None:
+        """Start the connection if it has never been started; raise UpstreamError if it cannot."""
+        if self.state is LinkState.UP:
+            return
+        if self.state is LinkState.CLOSED:
+            raise UpstreamError(self.id, UpstreamFailure.SHUTTING_DOWN)
+        if self.state is LinkState.STARTING or self._restarter is not None:
+            try:
+                await asyncio.wait_for(self._started.wait(), self.connect_timeout_s)
+            except TimeoutError:
+                raise UpstreamError(self.id, UpstreamFailure.RESTARTING) from None
+            return
+        await self._start_once()
+
+    async def _start_once(self) -> None:
+        self.state = LinkState.STARTING
+        try:
+            await asyncio.wait_for(self.connection.start(), self.connect_timeout_s)
+        except (UpstreamUnavailable, TimeoutError, OSError) as exc:
+            self.state = LinkState.DOWN
+            self.last_failure = UpstreamFailure.NOT_CONNECTED
+            raise UpstreamError(self.id, UpstreamFailure.NOT_CONNECTED, str(exc)) from None
+        self.state = LinkState.UP
+        self._started.set()
+        self._reader = asyncio.create_task(self._read_loop(), name=f"upstream-{self.id}")
+
+    async def _read_loop(self) -> None:
+        conn = self.connection
+        while True:
+            try:
+                message = await conn.receive()
+            except UpstreamUnavailable as exc:
+                await self._went_down(exc.reason, exc.detail)
+                return
+            except asyncio.CancelledError:
+                raise
+            except Exception:  # noqa: BLE001 - a connector bug must not kill the session
+                log.exception("upstream %s reader failed", self.id)
+                await self._went_down(UpstreamFailure.UNPARSEABLE, "reader failed")
+                return
+            if message.get("__oversized__"):
+                self._fail_one(message.get("id"), UpstreamFailure.FRAME_TOO_LARGE)
+                continue
+            if "method" not in message and ("result" in message or "error" in message):
+                future = self._pending.pop(message.get("id"), None)  # type: ignore[arg-type]
+                if future is not None:
+                    if not future.done():
+                        future.set_result(message)
+                    continue
+            try:
+                await self._on_message(self, message)
+            except Exception:  # noqa: BLE001
+                log.exception("handling a message from upstream %s failed", self.id)
+
+    def _fail_one(self, request_id: object, reason: UpstreamFailure) -> None:
+        if isinstance(request_id, int):
+            future = self._pending.pop(request_id, None)
+            if future is not None and not future.done():
+                future.set_exception(UpstreamError(self.id, reason))
+
+    async def _went_down(self, reason: UpstreamFailure, detail: str) -> None:
+        if self.state is LinkState.CLOSED:
+            return
+        log.warning("upstream %s is down: %s %s", self.id, reason.value, detail)
+        self.state = LinkState.DOWN
+        self.last_failure = reason
+        self._started.clear()
+        self._fail_pending(reason, detail)
+        with contextlib.suppress(Exception):
+            await self._on_state(self)
+        if self.restart.enabled and self._restarter is None:
+            self._restarter = asyncio.create_task(self._restart_loop())
+
+    def _fail_pending(self, reason: UpstreamFailure, detail: str = "") -> None:
+        pending, self._pending = self._pending, {}
+        for future in pending.values():
+            if not future.done():
+                future.set_exception(UpstreamError(self.id, reason, detail))
+
+    async def _restart_loop(self) -> None:
+        delay = self.restart.initial_backoff_s
+        try:
+            while self.state is not LinkState.CLOSED:
+                await asyncio.sleep(delay)
+                if self.state is LinkState.CLOSED:
+                    return
+                try:
+                    await self._start_once()
+                    await self._replay_handshake()
+                except UpstreamError as exc:
+                    log.warning("upstream %s restart failed: %s", self.id, exc)
+                    if self.state is LinkState.UP:
+                        await self.connection.close()
+                        self.state = LinkState.DOWN
+                    delay = min(delay * 2, self.restart.max_backoff_s)
+                    continue
+                log.info("upstream %s is back", self.id)
+                self._restarter = None
+                with contextlib.suppress(Exception):
+                    await self._on_state(self)
+                return
+        finally:
+            self._restarter = None
+
+    async def _replay_handshake(self) -> None:
+        if self.init_params is None:
+            return
+        reply = await self.request_raw(methods.INITIALIZE, self.init_params)
+        if "error" in reply:
+            raise UpstreamError(self.id, UpstreamFailure.NOT_CONNECTED, "initialize refused")
+        self.init_result = reply.get("result")
+        if self.initialized_sent:
+            await self.notify(methods.INITIALIZED, None)
+
+    async def request_raw(
+        self, method: str, params: dict[str, Any] | None, timeout: float | None = None
+    ) -> dict[str, Any]:
+        """Send a request with our own id; return the upstream's response or error message."""
+        if self.state is not LinkState.UP:
+            raise UpstreamError(self.id, self._down_reason())
+        request_id = next(self._ids)
+        future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
+        self._pending[request_id] = future
+        try:
+            await self.connection.send(jsonrpc.request(request_id, method, params))
+        except UpstreamUnavailable as exc:
+            self._pending.pop(request_id, None)
+            raise UpstreamError(self.id, exc.reason, exc.detail) from None
+        limit = None if timeout == math.inf else (timeout or self.request_timeout_s)
+        try:
+            async with asyncio.timeout(limit):
+                return await future
+        except TimeoutError:
+            self._pending.pop(request_id, None)
+            with contextlib.suppress(UpstreamUnavailable):
+                await self.connection.send(
+                    jsonrpc.notification(
+                        methods.CANCELLED,
+                        {"requestId": request_id, "reason": "mcpward: deadline exceeded"},
+                    )
+                )
+            raise UpstreamError(self.id, UpstreamFailure.TIMEOUT) from None
+        except asyncio.CancelledError:
+            if self._pending.pop(request_id, None) is not None and self.state is LinkState.UP:
+                with contextlib.suppress(UpstreamUnavailable):
+                    await self.connection.send(
+                        jsonrpc.notification(methods.CANCELLED, {"requestId": request_id})
+                    )
+            raise
+
+    def _down_reason(self) -> UpstreamFailure:
+        if self.state is LinkState.CLOSED:
+            return UpstreamFailure.SHUTTING_DOWN
+        if self._restarter is not None:
+            return UpstreamFailure.RESTARTING
+        return self.last_failure
+
+    async def notify(self, method: str, params: dict[str, Any] | None) -> None:
+        """Send a notification; dropped (with a debug log) if the upstream is down."""
+        await self.send_raw(jsonrpc.notification(method, params))
+
+    async def send_raw(self, message: dict[str, Any]) -> None:
+        if self.state is not LinkState.UP:
+            log.debug("upstream %s down; dropped a %s", self.id, message.get("method", "response"))
+            return
+        try:
+            await self.connection.send(message)
+        except UpstreamUnavailable as exc:
+            log.warning("upstream %s: send failed: %s", self.id, exc)
+
+    async def close(self) -> None:
+        self.state = LinkState.CLOSED
+        for task in (self._restarter, self._reader):
+            if task is not None:
+                task.cancel()
+        self._fail_pending(UpstreamFailure.SHUTTING_DOWN)
+        await self.connection.close()
+        for task in (self._restarter, self._reader):
+            if task is not None:
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await task

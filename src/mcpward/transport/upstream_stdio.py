@@ -1,0 +1,192 @@
+"""The stdio upstream connector: spawns the server under a lifeline supervisor in its own group.
+
+Only named environment variables reach the child; its stderr goes to our log, line by line.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import signal
+import sys
+from pathlib import Path
+from typing import Any
+
+from mcpward.config.models import StdioUpstream
+from mcpward.protocol import jsonrpc
+from mcpward.protocol.canonical import canonical_sha256
+from mcpward.protocol.errors import UpstreamFailure
+from mcpward.transport.framing import FrameReader, OversizedFrame, stream_limit
+from mcpward.transport.upstream import UpstreamConnection, UpstreamUnavailable
+
+log = logging.getLogger("mcpward.upstream")
+
+LIFELINE = Path(__file__).with_name("lifeline.py")
+BASE_ENV = ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "SYSTEMROOT")
+STDIN_GRACE_S = 0.3
+TERM_GRACE_S = 1.0
+
+
+def child_environment(spec: StdioUpstream) -> dict[str, str]:
+    """A minimal base, the named pass-through variables, then the config's literal values."""
+    env = {k: os.environ[k] for k in BASE_ENV if k in os.environ}
+    for name in spec.pass_env:
+        if name in os.environ:
+            env[name] = os.environ[name]
+    env.update(spec.env)
+    return env
+
+
+class StdioUpstreamConnection(UpstreamConnection):
+    """One subprocess speaking newline-delimited JSON-RPC on stdin/stdout."""
+
+    def __init__(self, spec: StdioUpstream, max_frame_bytes: int) -> None:
+        super().__init__(spec.id)
+        self.spec = spec
+        self.max_frame_bytes = max_frame_bytes
+        self._proc: asyncio.subprocess.Process | None = None
+        self._frames: FrameReader | None = None
+        self._lifeline_w: int | None = None
+        self._stderr_task: asyncio.Task[None] | None = None
+        self._write_lock = asyncio.Lock()
+        self._digest = canonical_sha256(
+            {"kind": "stdio", "command": spec.command, "args": list(spec.args)}
+        )
+
+    @property
+    def identity_digest(self) -> str:
+        return self._digest
+
+    @property
+    def pid(self) -> int | None:
+        return self._proc.pid if self._proc else None
+
+    async def start(self) -> None:
+        await self.close()
+        read_fd, write_fd = os.pipe()
+        os.set_inheritable(read_fd, True)
+        try:
+            self._proc = await asyncio.create_subprocess_exec(
+                sys.executable,
+                "-I",
+                str(LIFELINE),
+                str(read_fd),
+                "--",
+                self.spec.command,
+                *self.spec.args,
+                stdin=asyncio.subprocess.PIPE,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE,
+                env=child_environment(self.spec),
+                cwd=self.spec.cwd,
+                start_new_session=True,
+                pass_fds=(read_fd,),
+                limit=stream_limit(self.max_frame_bytes),
+            )
+        except OSError as exc:
+            os.close(write_fd)
+            raise UpstreamUnavailable(UpstreamFailure.NOT_CONNECTED, exc.strerror or str(exc)) from None
+        finally:
+            os.close(read_fd)
+        self._lifeline_w = write_fd
+        assert self._proc.stdout is not None and self._proc.stderr is not None
+        self._frames = FrameReader(self._proc.stdout, self.max_frame_bytes)
+        self._stderr_task = asyncio.create_task(self._pump_stderr(self._proc.stderr))
+        log.info("upstream %s started (pid %s)", self.upstream_id, self._proc.pid)
+
+    async def _pump_stderr(self, stream: asyncio.StreamReader) -> None:
+        while True:
+            try:
+                line = await stream.readline()
+            except (ValueError, asyncio.LimitOverrunError):
+                continue
+            except Exception:  # noqa: BLE001 - the stream is gone
+                return
+            if not line:
+                return
+            text = line.decode("utf-8", "replace").rstrip()
+            if text:
+                log.info("[%s] %s", self.upstream_id, text[:2000])
+
+    async def send(self, message: dict[str, Any]) -> None:
+        proc = self._proc
+        if proc is None or proc.stdin is None or proc.returncode is not None:
+            raise UpstreamUnavailable(UpstreamFailure.NOT_CONNECTED, "process is not running")
+        data = jsonrpc.dumps(message)
+        if len(data) > self.max_frame_bytes:
+            raise UpstreamUnavailable(UpstreamFailure.FRAME_TOO_LARGE, f"{len(data)} bytes")
+        try:
+            proc.stdin.write(data + b"\n")
+            if proc.stdin.transport.get_write_buffer_size() > 65536:
+                async with self._write_lock:
+                    await proc.stdin.drain()
+        except (BrokenPipeError, ConnectionResetError, RuntimeError) as exc:
+            raise UpstreamUnavailable(UpstreamFailure.CRASHED, type(exc).__name__) from None
+
+    async def receive(self) -> dict[str, Any]:
+        frames = self._frames
+        if frames is None:
+            raise UpstreamUnavailable(UpstreamFailure.NOT_CONNECTED)
+        while True:
+            frame = await frames.next()
+            if frame is None:
+                code = await self._exit_code()
+                raise UpstreamUnavailable(UpstreamFailure.CRASHED, f"exited with code {code}")
+            if isinstance(frame, OversizedFrame):
+                log.warning(
+                    "upstream %s sent a frame over %d bytes; dropped",
+                    self.upstream_id,
+                    self.max_frame_bytes,
+                )
+                return {"__oversized__": True, "id": frame.peeked_id}
+            try:
+                parsed = jsonrpc.loads(frame)
+            except (ValueError, RecursionError):
+                log.warning("upstream %s sent an unparseable frame; dropped", self.upstream_id)
+                continue
+            if isinstance(parsed, dict):
+                return parsed
+            log.warning("upstream %s sent a non-object frame; dropped", self.upstream_id)
+
+    async def _exit_code(self) -> int | None:
+        proc = self._proc
+        if proc is None:
+            return None
+        try:
+            return await asyncio.wait_for(proc.wait(), timeout=1.0)
+        except TimeoutError:
+            return None
+
+    async def close(self) -> None:
+        proc, self._proc = self._proc, None
+        lifeline, self._lifeline_w = self._lifeline_w, None
+        if proc is not None and proc.returncode is None:
+            if proc.stdin is not None:
+                with contextlib.suppress(Exception):
+                    proc.stdin.close()
+            try:
+                await asyncio.wait_for(proc.wait(), timeout=STDIN_GRACE_S)
+            except TimeoutError:
+                _signal_group(proc.pid, signal.SIGTERM)
+                try:
+                    await asyncio.wait_for(proc.wait(), timeout=TERM_GRACE_S)
+                except TimeoutError:
+                    pass
+        if proc is not None:
+            _signal_group(proc.pid, signal.SIGKILL)  # whatever the server left behind
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(proc.wait(), timeout=TERM_GRACE_S)
+        if lifeline is not None:
+            with contextlib.suppress(OSError):
+                os.close(lifeline)
+        if self._stderr_task is not None:
+            self._stderr_task.cancel()
+            self._stderr_task = None
+
+
+def _signal_group(pgid: int, sig: signal.Signals) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, sig)
+
