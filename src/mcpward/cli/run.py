@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import getpass
 import os
 import re
@@ -11,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import typer
+import uvloop
 
 from mcpward.cli.logs import configure_logging
 from mcpward.config import ConfigError, load_config, parse_config
@@ -96,7 +96,8 @@ def register(app: typer.Typer) -> None:
             log_level if log_level != "info" else settings.level, log_file or settings.file
         )
         try:
-            asyncio.run(run_gateway(loaded))
+            # uvloop roughly halves the per-frame cost of the event loop on the hot path.
+            uvloop.run(run_gateway(loaded))
         except KeyboardInterrupt:
             pass
         sys.exit(0)

@@ -71,6 +71,7 @@ class UpstreamLink:
         self.init_params: dict[str, Any] | None = None
         self.init_result: dict[str, Any] | None = None
         self.initialized_sent = False
+        self.modern_committed = False  # a dual-era server refuses initialize after server/discover
         self.last_failure = UpstreamFailure.NOT_CONNECTED
 
     @property
@@ -89,6 +90,20 @@ class UpstreamLink:
             except TimeoutError:
                 raise UpstreamError(self.id, UpstreamFailure.RESTARTING) from None
             return
+        await self._start_once()
+
+    async def reconnect(self) -> None:
+        """A fresh connection (e.g. to re-open a dual-era server in the handshake era)."""
+        if self._reader is not None:
+            self._reader.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._reader
+            self._reader = None
+        self._fail_pending(UpstreamFailure.RESTARTING)
+        await self.connection.close()
+        self.state = LinkState.DOWN
+        self.modern_committed = False
+        self.init_result = None
         await self._start_once()
 
     async def _start_once(self) -> None:

@@ -403,6 +403,8 @@ class Session:
         return jsonrpc.result(request_id, merge_initialize(params.get("protocolVersion"), good))
 
     async def _init_link(self, link: UpstreamLink, params: dict[str, Any]) -> Message:
+        if link.modern_committed:
+            await link.reconnect()
         await link.ensure_started()
         reply = await link.request_raw(methods.INITIALIZE, params, self.g.settings.connect_timeout_s)
         if isinstance(reply.get("result"), dict):
@@ -449,6 +451,7 @@ class Session:
         reply = await link.request_raw(methods.DISCOVER, params, self.g.settings.connect_timeout_s)
         if isinstance(reply.get("result"), dict):
             link.init_result = reply["result"]
+            link.modern_committed = True
         return reply
 
     async def _ping(self, message: Message) -> Message:

@@ -1,0 +1,1 @@
+"""Test and benchmark aids shipped with the package (like starlette.testclient)."""
