@@ -78,6 +78,13 @@ class LoadedConfig:
         ]
 
 
+class _Invalid(BaseModel):
+    """Placeholder options for a guard whose config failed (the load is refused anyway)."""
+
+
+_INVALID = _Invalid()
+
+
 def _check_guards(specs: list[GuardSpec], from_defaults: bool) -> tuple[list[BaseModel], list[ConfigProblem]]:
     problems: list[ConfigProblem] = []
     options: list[BaseModel] = []
@@ -88,7 +95,7 @@ def _check_guards(specs: list[GuardSpec], from_defaults: bool) -> tuple[list[Bas
             cls = resolve_guard_kind(spec.kind)
         except KeyError as exc:
             problems.append(ConfigProblem(f"{where}.kind", str(exc.args[0])))
-            options.append(BaseModel())
+            options.append(_INVALID)
             continue
         guard_id = spec.id or spec.kind
         if guard_id in seen:
@@ -114,10 +121,10 @@ def _check_guards(specs: list[GuardSpec], from_defaults: bool) -> tuple[list[Bas
             options.append(cls.Options.model_validate(spec.config))
         except ValidationError as exc:
             problems += _pydantic_problems(exc, prefix=f"{where}.config")
-            options.append(BaseModel())
+            options.append(_INVALID)
         except ValueError as exc:
             problems.append(ConfigProblem(f"{where}.config", str(exc)))
-            options.append(BaseModel())
+            options.append(_INVALID)
     return options, problems
 
 

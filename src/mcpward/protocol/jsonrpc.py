@@ -6,6 +6,7 @@ orjson on the hot path; the standard library only for integers beyond 64 bits.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from enum import Enum
 from typing import Any
@@ -38,13 +39,16 @@ def _reject_constant(name: str) -> Any:
     raise ValueError(f"non-standard JSON constant {name}")
 
 
+_LONG_DIGITS = re.compile(rb"\d{20}")
+
+
 def loads(data: bytes | str) -> JSONValue:
     """Parse JSON text; raises ValueError on anything that is not strict JSON."""
-    try:
-        return orjson.loads(data)
-    except orjson.JSONDecodeError:
-        # orjson refuses integers outside 64 bits; the standard library keeps them exactly.
-        return json.loads(data, parse_constant=_reject_constant)
+    raw = data.encode() if isinstance(data, str) else data
+    if _LONG_DIGITS.search(raw) is None:
+        return orjson.loads(raw)
+    # orjson turns integers beyond 64 bits into floats; the standard library keeps them exactly.
+    return json.loads(raw, parse_constant=_reject_constant)
 
 
 def dumps(value: JSONValue) -> bytes:

@@ -1,0 +1,47 @@
+"""What the protocol carries passes untouched: unknown methods, unknown fields, _meta, big ints."""
+
+from __future__ import annotations
+
+import json
+
+from tests.relay.conftest import GatewayFactory, echo_upstream
+
+
+async def test_unknown_methods_and_fields_pass_untouched(gateway: GatewayFactory) -> None:
+    params = {
+        "x": {"nested": [1, None, 1.5, "é", {"deep": True}]},
+        "_meta": {"vendor.example/key": "v", "progressToken": "p1"},
+        "big": 12345678901234567890,
+        "huge": 123456789012345678901234567890,
+    }
+    async with gateway([echo_upstream("a")]) as peer:
+        result = await peer.call("vendor/thing", params)
+        assert result == {"echoMethod": "vendor/thing", "echoParams": params}
+
+
+async def test_tool_call_params_are_forwarded_as_judged(gateway: GatewayFactory) -> None:
+    async with gateway([echo_upstream("a")]) as peer:
+        params = {"name": "echo", "arguments": {"a": [1, 2]}, "_meta": {"progressToken": 5, "k": "v"}}
+        result = await peer.call("tools/call", params)
+        assert json.loads(result["content"][0]["text"]) == params
+
+
+async def test_unknown_notifications_pass_both_ways(gateway: GatewayFactory) -> None:
+    async with gateway([echo_upstream("a")]) as peer:
+        await peer.notify("vendor/custom_note", {"n": 1})
+        note = await peer.unsolicited.get()
+        assert note == {"jsonrpc": "2.0", "method": "vendor/echoed", "params": {"n": 1}}
+
+
+async def test_single_upstream_initialize_is_transparent(gateway: GatewayFactory) -> None:
+    async with gateway([echo_upstream("solo")], initialize=False) as peer:
+        result = await peer.call("initialize", {"protocolVersion": "2025-06-18", "capabilities": {},
+                                                "clientInfo": {"name": "t", "version": "1"}})
+        assert result["serverInfo"]["name"] == "solo"
+        assert result["protocolVersion"] == "2025-06-18"
+        assert result["instructions"] == "echo instructions"
+
+
+async def test_ping_is_answered(gateway: GatewayFactory) -> None:
+    async with gateway([echo_upstream("a")]) as peer:
+        assert await peer.call("ping") == {}
