@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 
 from tests.relay.conftest import GatewayFactory, echo_upstream
@@ -45,3 +46,41 @@ async def test_single_upstream_initialize_is_transparent(gateway: GatewayFactory
 async def test_ping_is_answered(gateway: GatewayFactory) -> None:
     async with gateway([echo_upstream("a")]) as peer:
         assert await peer.call("ping") == {}
+
+
+MODERN_META = {
+    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+    "io.modelcontextprotocol/clientCapabilities": {"elicitation": {}},
+}
+
+
+async def test_input_required_results_and_retries_pass_through(gateway: GatewayFactory) -> None:
+    async with gateway([echo_upstream("a")], initialize=False) as peer:
+        first = await peer.call("tools/call", {"name": "mrtr", "arguments": {}, "_meta": MODERN_META})
+        assert first["resultType"] == "input_required"
+        assert first["requestState"] == "opaque-state-1"
+        retry = {"name": "mrtr", "arguments": {}, "_meta": MODERN_META,
+                 "inputResponses": {"q1": {"action": "accept", "content": {"name": "x"}}},
+                 "requestState": first["requestState"]}
+        second = await peer.call("tools/call", retry)
+        assert json.loads(second["content"][0]["text"]) == {
+            "got": retry["inputResponses"], "state": "opaque-state-1"}
+
+
+async def test_subscriptions_listen_streams_notifications(gateway: GatewayFactory) -> None:
+    async with gateway([echo_upstream("a")], initialize=False) as peer:
+        listen = asyncio.create_task(peer.request("subscriptions/listen", {"_meta": MODERN_META,
+                                                                          "notifications": {"toolsListChanged": True}}))
+        seen = [await asyncio.wait_for(peer.unsolicited.get(), 10) for _ in range(2)]
+        assert [m["method"] for m in seen] == ["notifications/subscriptions/acknowledged",
+                                               "notifications/tools/list_changed"]
+        assert all("io.modelcontextprotocol/subscriptionId" in m["params"]["_meta"] for m in seen)
+        assert not listen.done()
+        listen.cancel()
+
+
+async def test_modern_synthesised_results_carry_result_type(gateway: GatewayFactory) -> None:
+    async with gateway([echo_upstream("a"), echo_upstream("b")], initialize=False) as peer:
+        listed = await peer.call("tools/list", {"_meta": MODERN_META})
+        assert listed["resultType"] == "complete"
+        assert await peer.call("ping", {"_meta": MODERN_META}) == {"resultType": "complete"}
