@@ -21,7 +21,7 @@ class DecisionRecord:
     method: str
     upstream: str | None
     name: str | None  # tool or prompt name (upstream-local) or resource URI
-    decision: str  # allow | deny | hold | modify | redact | not_evaluated | would_deny_dry_run | ...
+    decision: str  # a value of evidence.vocabulary.PolicyDecision (closed vocabulary)
     session_id: str | None = None
     era: str | None = None
     identity: Identity | None = None

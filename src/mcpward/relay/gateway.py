@@ -14,6 +14,7 @@ from typing import Any
 
 from mcpward.config.loader import LoadedConfig
 from mcpward.evidence.record import NullRecorder, Recorder
+from mcpward.evidence.recorder import build_recorder
 from mcpward.pipeline.context import Identity
 from mcpward.pipeline.executor import Pipeline
 from mcpward.pipeline.services import GatewayServices
@@ -52,6 +53,8 @@ class Gateway:
     async def start(cls, loaded: LoadedConfig, recorder: Recorder | None = None) -> Gateway:
         """Assemble the gateway and attach every guard. Upstreams start with the first session."""
         state_dir = resolve_state_dir(loaded.config.state_dir)
+        if recorder is None:
+            recorder = build_recorder(loaded.config.evidence, state_dir)
         gateway = cls(loaded, state_dir, recorder)
         services = GatewayServices(
             state_dir=state_dir, catalog=gateway.catalog, upstream_identities=dict(gateway.identities)

@@ -65,6 +65,8 @@ def merge_discover(results: Sequence[tuple[str, dict[str, Any]]]) -> dict[str, A
         "supportedVersions": supported or [],
         "capabilities": merge_capabilities([r.get("capabilities") or {} for _, r in results]),
         "resultType": "complete",
+        "ttlMs": 0,
+        "cacheScope": "private",
         "_meta": {"io.modelcontextprotocol/serverInfo": dict(GATEWAY_INFO)},
     }
     instructions = merge_instructions([(u, r.get("instructions")) for u, r in results])

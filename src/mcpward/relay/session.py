@@ -448,10 +448,11 @@ class Session:
 
     async def _discover_link(self, link: UpstreamLink, params: dict[str, Any]) -> Message:
         await link.ensure_started()
+        # Set before sending: a dual-era server commits on receipt, even if we never see the answer.
+        link.modern_committed = True
         reply = await link.request_raw(methods.DISCOVER, params, self.g.settings.connect_timeout_s)
         if isinstance(reply.get("result"), dict):
             link.init_result = reply["result"]
-            link.modern_committed = True
         return reply
 
     async def _ping(self, message: Message) -> Message:
@@ -523,6 +524,9 @@ class Session:
         merged: dict[str, Any] = {kind.key: items}
         if next_cursor:
             merged["nextCursor"] = next_cursor
+        if era is Era.MODERN:
+            # Our merged list is per session (guards may filter per client): never shared, never cached.
+            merged.update(ttlMs=0, cacheScope="private")
         return self._finish(request_id, merged, era)
 
     def _offers(self, link: UpstreamLink, capability: str) -> bool:
@@ -564,6 +568,8 @@ class Session:
             result = out.payload if out.stop is None else result
         elif out.stop is None:
             result = {**result, kind.key: out.payload}
+        if out.modified and era is Era.MODERN and "cacheScope" in result:
+            result = {**result, "cacheScope": "private"}  # filtered for this client only
         if out.modified or out.stop is not None or out.shadow_stops:
             await self._record(
                 DecisionRecord(

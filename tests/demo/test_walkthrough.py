@@ -1,0 +1,67 @@
+"""`mcpward demo` end to end: a real gateway process, the demo server, the SDK client."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+
+from mcpward.demo import walkthrough
+from mcpward.pipeline.spec import GuardSpec
+
+
+def run_demo(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "mcpward.cli.main", "demo", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        # TMPDIR: the demo's work directory (kept when a step fails) lands in this test's tmp.
+        env={
+            "COLUMNS": "200",
+            "PATH": "/usr/bin:/bin",
+            "HOME": str(tmp_path),
+            "TMPDIR": str(tmp_path),
+        },
+    )
+
+
+def test_demo_shows_each_step_and_exits_zero(tmp_path: Path) -> None:
+    done = run_demo(tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    out = done.stdout
+    # auto mode: the demo server is dual-era, so the gateway passes the 2026-07-28 probe through.
+    assert "connected: protocol 2026-07-28" in out
+    for title in ("What the client may see", "harmless call passes", "destructive call is denied"):
+        assert title in out
+    assert "read_config" in out and "delete_file" in out
+    assert "-32013" in out and "tool_not_allowed" in out
+    assert "add(a=2, b=3) -> 5" in out
+    assert "Demo complete." in out
+    assert "demo files kept" not in out
+
+
+async def test_demo_fails_when_the_gateway_does_not_deny(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """The demo checks what it narrates: without the tool_filter rule it must report failure."""
+
+    def no_guards() -> list[GuardSpec]:
+        return []
+
+    monkeypatch.setattr(walkthrough, "demo_guards", no_guards)
+    output = tmp_path / "out.txt"
+    with output.open("w") as sink:
+        status = await walkthrough.run_walkthrough(
+            Console(file=sink, width=200), mode="legacy", workdir=tmp_path / "demo"
+        )
+    text = output.read_text()
+    assert status == 1
+    assert "connected: protocol 2025-11-25" in text
+    assert "harmless call passes" in text and "step failed" in text
+    assert "delete_file is listed although" in text
+    assert "delete_file was not denied" in text
+    assert "demo files kept in" in text
