@@ -16,7 +16,7 @@ from mcpward.cli.logs import configure_logging
 from mcpward.config import ConfigError, load_config, parse_config
 from mcpward.config.loader import LoadedConfig
 from mcpward.pipeline.context import Identity
-from mcpward.relay.gateway import Gateway
+from mcpward.relay.gateway import Gateway, GatewayStartError
 from mcpward.transport.stdio_front import serve_stdio
 
 
@@ -98,6 +98,9 @@ def register(app: typer.Typer) -> None:
         try:
             # uvloop roughly halves the per-frame cost of the event loop on the hot path.
             uvloop.run(run_gateway(loaded))
+        except GatewayStartError as exc:
+            typer.echo(f"mcpward run: {exc}", err=True)
+            raise typer.Exit(2) from None
         except KeyboardInterrupt:
             pass
         sys.exit(0)

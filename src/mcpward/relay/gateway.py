@@ -28,6 +28,10 @@ from mcpward.transport.connectors import make_connection
 log = logging.getLogger("mcpward.gateway")
 
 
+class GatewayStartError(Exception):
+    """The gateway cannot start (a guard failed to load); the message says which and why."""
+
+
 class Gateway:
     """Holds what all sessions share: the pipeline, the catalog, the recorder, the upstream specs."""
 
@@ -60,7 +64,11 @@ class Gateway:
             state_dir=state_dir, catalog=gateway.catalog, upstream_identities=dict(gateway.identities)
         )
         for guard in gateway.pipeline.guards:
-            await guard.attach(services)
+            try:
+                await guard.attach(services)
+            except Exception as exc:  # noqa: BLE001 - any guard that cannot start stops the start
+                await gateway.recorder.close()
+                raise GatewayStartError(f"guard {guard.id!r} ({guard.kind}) cannot start: {exc}") from exc
         if gateway.settings.relist_interval_s > 0:
             gateway._relister = asyncio.create_task(gateway._relist_forever())
         return gateway

@@ -694,8 +694,8 @@ class Session:
                 reply = replies.stopped(request_id, out.stopped_by or "?", out.stop, upstream, local)
                 return await self._close_record(record, out, reply, t0, upstream_ms)
             result = out.payload
-            if out.warnings:
-                result = _with_warnings(result, out.warnings, method)
+        if out.warnings:
+            result = _with_warnings(result, out.warnings, method)
         record.result = result
         return await self._close_record(record, out, jsonrpc.result(request_id, result), t0, upstream_ms)
 
