@@ -2,9 +2,55 @@
 
 from __future__ import annotations
 
+from mcpward.pipeline.phases import Phase
 from mcpward.pipeline.spec import GuardSpec
 
 
 def default_guard_specs() -> list[GuardSpec]:
     """Built-in defaults, lowest priority first. Each later guard kind adds its default here."""
-    return []
+    return [
+        # access: with no roles configured it enforces only each client's consent ceiling.
+        GuardSpec(
+            kind="access", id="access", priority=5, runs_on=[Phase.TOOLS_LIST, Phase.TOOL_INVOKE]
+        ),
+        # rug_pull: pin every contract on first sight, hold calls whose contract moved (guard).
+        GuardSpec(
+            kind="rug_pull",
+            id="rug_pull",
+            priority=15,
+            timeout_ms=5000,  # may re-read an upstream's lists before a call that can write
+            runs_on=[
+                Phase.TOOLS_LIST,
+                Phase.PROMPTS_LIST,
+                Phase.RESOURCES_LIST,
+                Phase.TOOL_INVOKE,
+                Phase.PROMPT_REQUEST,
+                Phase.RESOURCE_REQUEST,
+            ],
+        ),
+        # tool_poisoning: drop listed items whose texts carry hidden instructions.
+        GuardSpec(
+            kind="tool_poisoning",
+            id="tool_poisoning",
+            priority=20,
+            runs_on=[Phase.TOOLS_LIST, Phase.PROMPTS_LIST, Phase.RESOURCES_LIST],
+        ),
+        # tool_shadowing: across upstreams the first-configured name wins; references dropped.
+        GuardSpec(
+            kind="tool_shadowing", id="tool_shadowing", priority=25, runs_on=[Phase.TOOLS_LIST]
+        ),
+        # secrets: redact credentials in everything an upstream returns.
+        GuardSpec(
+            kind="secrets",
+            id="secrets",
+            priority=60,
+            runs_on=[Phase.TOOL_RESULT, Phase.PROMPT_RESULT, Phase.RESOURCE_RESULT],
+        ),
+        # response_injection: warn when returned data carries instructions aimed at the model.
+        GuardSpec(
+            kind="response_injection",
+            id="response_injection",
+            priority=65,
+            runs_on=[Phase.TOOL_RESULT, Phase.PROMPT_RESULT, Phase.RESOURCE_RESULT],
+        ),
+    ]

@@ -21,7 +21,9 @@ class ToolFilterRule(BaseModel):
     allow: list[str] = Field(
         default_factory=list, description="If non-empty, only tool names matching one glob pass."
     )
-    deny: list[str] = Field(default_factory=list, description="Tool names matching a glob never pass.")
+    deny: list[str] = Field(
+        default_factory=list, description="Tool names matching a glob never pass."
+    )
 
 
 class ToolFilterOptions(BaseModel):

@@ -1,0 +1,317 @@
+"""Runs the real guards (default options) over the corpora and counts their verdicts per guard,
+dataset and split. Nothing here is tuned: it calls the same code the gateway runs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+
+from mcpward.evaluation import corpora as C
+from mcpward.evaluation.stats import Confusion, Rate
+from mcpward.guards.response_injection import ResponseInjectionGuard, ResponseInjectionOptions
+from mcpward.guards.secrets import SecretsGuard, SecretsOptions
+from mcpward.guards.tool_poisoning import ToolPoisoningGuard, ToolPoisoningOptions
+from mcpward.guards.tool_shadowing import ToolShadowingOptions, find_shadowing
+from mcpward.pipeline.phases import Phase
+from mcpward.pipeline.spec import GuardSpec
+
+T = TypeVar("T")
+
+
+@dataclass(slots=True)
+class Row:
+    guard: str
+    dataset: str
+    split: str
+    counts: Confusion
+    goal: str = ""
+    note: str = ""
+    missed: list[str] = field(default_factory=list)  # ids/categories of misses, for `--verbose`
+
+    def as_dict(self) -> dict[str, Any]:
+        c = self.counts
+        return {
+            "guard": self.guard,
+            "dataset": self.dataset,
+            "split": self.split,
+            "tp": c.tp,
+            "fp": c.fp,
+            "fn": c.fn,
+            "tn": c.tn,
+            "precision": c.precision.as_dict(),
+            "recall": c.recall.as_dict(),
+            "fpr": c.fpr.as_dict(),
+            "goal": self.goal,
+            "note": self.note,
+        }
+
+
+def _spec(kind: str, phases: list[Phase]) -> GuardSpec:
+    return GuardSpec(kind=kind, runs_on=phases)
+
+
+def poisoning_guard() -> ToolPoisoningGuard:
+    return ToolPoisoningGuard(_spec("tool_poisoning", [Phase.TOOLS_LIST]), ToolPoisoningOptions())
+
+
+def secrets_guard() -> SecretsGuard:
+    return SecretsGuard(_spec("secrets", [Phase.TOOL_RESULT]), SecretsOptions())
+
+
+def injection_guard() -> ResponseInjectionGuard:
+    return ResponseInjectionGuard(
+        _spec("response_injection", [Phase.TOOL_RESULT]), ResponseInjectionOptions()
+    )
+
+
+def _count(
+    items: Iterable[T],
+    positive: Callable[[T], bool],
+    flagged: Callable[[T], bool],
+    label: Callable[[T], str],
+) -> tuple[Confusion, list[str]]:
+    tp = fp = fn = tn = 0
+    missed: list[str] = []
+    for item in items:
+        hit = flagged(item)
+        if positive(item):
+            if hit:
+                tp += 1
+            else:
+                fn += 1
+                missed.append(label(item))
+        elif hit:
+            fp += 1
+            missed.append("FP " + label(item))
+        else:
+            tn += 1
+    return Confusion(tp, fp, fn, tn), missed
+
+
+SPLITS = ("dev", "test")
+
+
+def evaluate_tool_poisoning(corpora: Path, real_dir: Path) -> list[Row]:
+    guard = poisoning_guard()
+    examples = C.tool_definitions(corpora)
+    rows = []
+    for split in SPLITS:
+        chosen = [e for e in examples if e.split == split and e.group in ("positive", "benign")]
+        counts, missed = _count(
+            chosen,
+            lambda e: e.group == "positive",
+            lambda e: guard.judge(e.tool).flagged,
+            lambda e: e.id,
+        )
+        rows.append(
+            Row(
+                "tool_poisoning",
+                "corpus: attack visible in metadata vs benign",
+                split,
+                counts,
+                goal="recall CI low >= 0.90",
+                missed=missed,
+            )
+        )
+    for batch in ("dev", "heldout"):
+        servers = [s for s in C.real_servers(real_dir) if s.batch == batch]
+        if not servers:
+            continue
+        tools = [(s.server, t) for s in servers for t in s.tools]
+        counts, missed = _count(
+            tools,
+            lambda _: False,
+            lambda st: guard.judge(st[1]).flagged,
+            lambda st: f"{st[0]}/{st[1].get('name')}",
+        )
+        rows.append(
+            Row(
+                "tool_poisoning",
+                f"real servers ({len(servers)} servers, {batch} batch)",
+                "dev" if batch == "dev" else "test",
+                counts,
+                goal="FPR CI high <= 0.02",
+                note="benign definitions only",
+                missed=missed,
+            )
+        )
+    for split in SPLITS:
+        hidden = [e for e in examples if e.split == split and e.group == "hidden"]
+        flagged = sum(1 for e in hidden if guard.judge(e.tool).flagged)
+        rows.append(
+            Row(
+                "tool_poisoning",
+                "malicious, attack only in code (not a metadata positive)",
+                split,
+                Confusion(tp=flagged, fn=len(hidden) - flagged),
+                note="reported separately: a metadata scanner is not expected to flag these",
+            )
+        )
+    return rows
+
+
+def evaluate_tool_shadowing(corpora: Path, real_dir: Path) -> list[Row]:
+    options = ToolShadowingOptions()
+    rows = []
+    cases = C.shadowing_cases(corpora)
+    for split in SPLITS:
+        chosen = [(e, benign) for e, benign in cases if e.split == split]
+
+        def dropped(case: tuple[C.ToolExample, list[dict[str, Any]]]) -> bool:
+            example, benign = case
+            catalog = {"original": benign, "added": [example.tool]}
+            found = find_shadowing("added", [example.tool], catalog, ["original", "added"], options)
+            return bool(found)
+
+        counts, missed = _count(chosen, lambda _: True, dropped, lambda c: c[0].id)
+        rows.append(
+            Row(
+                "tool_shadowing",
+                "corpus shadowing attacks next to the imitated server",
+                split,
+                counts,
+                missed=missed,
+            )
+        )
+    for batch in ("dev", "heldout"):
+        servers = [s for s in C.real_servers(real_dir) if s.batch == batch]
+        if len(servers) < 2:
+            continue
+        catalog = {s.server: s.tools for s in servers}
+        order = [s.server for s in servers]
+        flagged = 0
+        total = 0
+        drops: list[str] = []
+        for s in servers:
+            found = find_shadowing(s.server, s.tools, catalog, order, options)
+            flagged += len(found)
+            total += len(s.tools)
+            drops += [
+                f"FP {s.server}/{f.tool} ({f.reason} {f.other_upstream}/{f.other_tool})"
+                for f in found
+            ]
+        rows.append(
+            Row(
+                "tool_shadowing",
+                f"real servers side by side ({len(servers)}, {batch} batch)",
+                "dev" if batch == "dev" else "test",
+                Confusion(fp=flagged, tn=total - flagged),
+                note="every drop counted as a false positive, even a true name collision",
+                missed=drops,
+            )
+        )
+    return rows
+
+
+def evaluate_secrets(corpora: Path, real_dir: Path) -> list[Row]:
+    guard = secrets_guard()
+    examples = C.secret_examples(corpora)
+    rows = []
+    for split in SPLITS:
+        chosen = [e for e in examples if e.split == split]
+        counts, missed = _count(
+            chosen,
+            lambda e: e.positive,
+            lambda e: bool(guard.scanner.find(e.text)),
+            lambda e: e.rule_id,
+        )
+        rows.append(
+            Row(
+                "secrets",
+                "rule examples: positives vs negative examples",
+                split,
+                counts,
+                goal="recall >= 0.95, FPR <= 0.10",
+                missed=missed,
+            )
+        )
+    ordinary = [
+        (f"email:{i}", t)
+        for name in ("train", "test")
+        for i, t in enumerate(C.bipia_emails(corpora, name))
+    ]
+    for server in C.real_servers(real_dir):
+        ordinary += [
+            (f"{server.server}/{t.get('name')}", str(t.get("description") or ""))
+            for t in server.tools
+        ]
+    counts, missed = _count(
+        ordinary, lambda _: False, lambda it: bool(guard.scanner.find(it[1])), lambda it: it[0]
+    )
+    rows.append(
+        Row(
+            "secrets",
+            "ordinary text (BIPIA emails, real tool descriptions)",
+            "all",
+            counts,
+            note="no secrets in these texts",
+            missed=missed,
+        )
+    )
+    return rows
+
+
+def evaluate_response_injection(corpora: Path) -> list[Row]:
+    guard = injection_guard()
+    rows = []
+
+    def flagged(text: str) -> bool:
+        return guard.scan_text(text).score >= guard.threshold
+
+    for name in ("train", "test"):
+        examples = C.bipia_injections(corpora, name)
+        counts, missed = _count(
+            examples, lambda e: e.positive, lambda e: flagged(e.text), lambda e: e.category
+        )
+        split = "dev" if name == "train" else "test"
+        rows.append(
+            Row(
+                "response_injection",
+                f"BIPIA: attacks spliced into emails vs untouched ({name})",
+                split,
+                counts,
+                goal="recall >= 0.80, FPR <= 0.02",
+                missed=missed,
+            )
+        )
+        alone = C.bipia_instructions(corpora, name)
+        hits = sum(1 for _, text in alone if flagged(text))
+        rows.append(
+            Row(
+                "response_injection",
+                f"BIPIA: attack instructions alone ({name})",
+                split,
+                Confusion(tp=hits, fn=len(alone) - hits),
+            )
+        )
+    outputs = C.malicious_tool_outputs(corpora)
+    hits = sum(1 for text in outputs if flagged(text))
+    rows.append(
+        Row(
+            "response_injection",
+            "malicious tool outputs (MCP-SafetyBench)",
+            "all",
+            Confusion(tp=hits, fn=len(outputs) - hits),
+        )
+    )
+    return rows
+
+
+def evaluate_all(corpora: Path | None = None, real_dir: Path | None = None) -> list[Row]:
+    base = C.corpora_dir(corpora)
+    real = C.real_servers_dir(real_dir)
+    return (
+        evaluate_tool_poisoning(base, real)
+        + evaluate_tool_shadowing(base, real)
+        + evaluate_secrets(base, real)
+        + evaluate_response_injection(base)
+    )
+
+
+def rate_text(rate: Rate) -> str:
+    if rate.value is None:
+        return "-"
+    return f"{rate.value:.3f} [{rate.low:.3f}, {rate.high:.3f}]"

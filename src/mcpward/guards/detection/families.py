@@ -1,0 +1,472 @@
+"""The built-in pattern families for poisoned definitions and injected data, each with an id.
+
+A rule is (family, rule id, RE2 pattern, weight); a finding's weight counts toward the score.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class Rule:
+    family: str
+    id: str
+    pattern: str
+    weight: float = 1.0
+
+
+FAMILIES: dict[str, str] = {
+    "hidden-instruction": "instruction tags and framing aimed at the model: <IMPORTANT>, "
+    "'ignore previous instructions', system-prompt lookalikes, 'before using this tool'",
+    "pretext": "made-up compliance, security or testing reasons that dress an instruction up as "
+    "mandatory",
+    "concealment": "asks the model to hide what it does from the user",
+    "exfiltration": "points at credentials or private files (~/.ssh, id_rsa, .env) or at "
+    "sending data somewhere; a parameter that asks for file contents or secrets",
+    "cross-tool": "instructions about other tools: call X first, X is deprecated, use X instead",
+    "parameter-tampering": "tells the model to change the user's arguments behind their back",
+    "safety-bypass": "claims of elevated privilege or switched-off safety checks",
+    "preference-manipulation": "self-promotion written to win the model's tool choice",
+    "out-of-scope-parameter": "a parameter that asks for the model's identity, prompt or "
+    "conversation, which no tool needs",
+    "command-injection": "shell commands to run: rm -rf, curl | sh, chmod +x, editing .bashrc",
+    "invisible-text": "Unicode tag characters, zero-width runs, bidi controls, inner BOMs",
+    "homoglyph": "words that mix Latin with look-alike Cyrillic or Greek letters",
+    "encoded-payload": "long base64 or hex blobs",
+    "role-marker": "chat-template and turn markers smuggled into data (<|im_start|>, "
+    "[INST], 'system:' lines)",
+    "agent-directive": "instructions addressed to the AI reading the data ('in your response', "
+    "'as an AI assistant you must', 'include the following code')",
+    "unscannable": "nested deeper or holding more strings than the scanner walks (fails closed)",
+    "custom": "patterns from the guard's configuration",
+}
+
+_I = "(?i)"
+
+# Shared by tool_poisoning (definitions) and response_injection (data).
+INSTRUCTION_RULES: list[Rule] = [
+    Rule(
+        "hidden-instruction",
+        "instruction-tag",
+        _I + r"<\s*/?\s*(?:important|system|instructions?|secret|hidden|admin|critical|"
+        r"sys|assistant[_ -]?instructions?)\s*>",
+    ),
+    Rule(
+        "hidden-instruction",
+        "ignore-previous",
+        _I + r"\b(?:ignore|disregard|forget|override|bypass)\s+(?:all\s+|any\s+|the\s+|your\s+)?"
+        r"(?:previous|prior|above|earlier|preceding|original|other|system|safety)\s+"
+        r"(?:instructions?|prompts?|directives?|rules|guidelines|context|messages?|restrictions)",
+    ),
+    Rule(
+        "hidden-instruction",
+        "bracket-directive",
+        _I + r"\[\s*(?:system|hidden|admin|metadata|role|configuration|secret|override|"
+        r"important)[ _-]?(?:directive|instructions?|override|note|message|prompt)?\s*\]",
+    ),
+    Rule(
+        "hidden-instruction",
+        "system-banner",
+        r"\b(?:SYSTEM|CRITICAL|SECURITY|INTERNAL|RESEARCH|PERFORMANCE|ENVIRONMENT|COMPLIANCE|"
+        r"MANDATORY)\s+(?:SYSTEM\s+)?(?:UPDATE|NOTICE|OVERRIDE|DIRECTIVE|PROTOCOL|OPTIMIZATION|"
+        r"ENHANCEMENT|MAINTENANCE|ALERT|CONFIGURATION|NOTE|INSTRUCTION|REQUIREMENT|"
+        r"VALIDATION|POLICY|DEV NOTE|MESSAGE)S?\b",
+    ),
+    Rule("hidden-instruction", "system-prefix", r"(?m)^\s*(?:SYSTEM|ACT AS|ROLE)\s*:"),
+    Rule(
+        "hidden-instruction",
+        "override-banner",
+        r"\b(?:OVERRIDE|INSTRUCTION OVERRIDE|HIDDEN INSTRUCTION|DEV NOTE|IMPORTANT NOTICE|"
+        r"JAILBREAK)\b",
+    ),
+    Rule(
+        "hidden-instruction",
+        "before-using-tool",
+        _I + r"\b(?:before|prior to)\s+(?:using|calling|invoking|running|you\s+use|you\s+call)"
+        r"\s+(?:this|the|any)\s+(?:tool|function)",
+        0.5,
+    ),
+    Rule(
+        "hidden-instruction",
+        "new-instructions",
+        _I + r"\b(?:your\s+new\s+(?:instructions?|task|goal)|new\s+system\s+prompt|"
+        r"from\s+now\s+on,?\s+you|you\s+are\s+now\s+(?:in|a|an)\b)",
+    ),
+    Rule(
+        "hidden-instruction",
+        "must-directive",
+        _I + r"\b(?:you|the\s+(?:system|assistant|model|agent|ai))\s+(?:must|have\s+to|need\s+to|"
+        r"are\s+required\s+to|is\s+required\s+to)\s+(?:first\s+|also\s+|then\s+|always\s+|now\s+|"
+        r"immediately\s+)?(?:call|use|invoke|run|execute|read|send|include|add|set|change|"
+        r"modify|ignore|halt|inform|redirect|access|update|display|state|present|clean|remove|"
+        r"delete|provide|perform|verify|fetch|retrieve)\b",
+        0.5,
+    ),
+    Rule(
+        "pretext",
+        "compliance-pretext",
+        _I + r"\b(?:(?:security|regulatory|audit|data|compliance)\s+(?:compliance|validation|"
+        r"verification|integrity|logging)|audit\s+trail|for\s+(?:testing|security\s+"
+        r"verification|compliance)\s+purposes|it'?s\s+critical\s+to|necessary\s+background|"
+        r"system[- ]level\s+(?:alias|security\s+measure|requirement)|temporary\s+backend\s+"
+        r"change|for\s+enhanced\s+(?:\w+\s+){0,3}(?:validation|security|performance|"
+        r"consistency|integrity|accuracy|assurance)|mandatory\s+(?:promotional|security|"
+        r"compliance)|quality\s+assurance|due\s+to\s+(?:recent\s+)?(?:system\s+updates|security\s+"
+        r"vulnerabilities|maintenance)|enhanced\s+(?:security\s+features|functionality))\b",
+        0.5,
+    ),
+    Rule(
+        "hidden-instruction",
+        "mandatory-framing",
+        _I + r"\b(?:this\s+is\s+(?:mandatory|required|essential|crucial|critical)\s+for\s+all|"
+        r"(?:is|are)\s+(?:mandatory|required)\s+for\s+all\s+\w+(?:\s+\w+)?\s+requests|"
+        r"for\s+(?:all|any)\s+[\w -]{0,40}\s+requests?,\s+you\s+must)",
+        0.5,
+    ),
+    Rule(
+        "concealment",
+        "do-not-tell",
+        _I + r"\b(?:do\s+not|don'?t|never|must\s+not|should\s+not|shouldn'?t)\s+"
+        r"(?:tell|inform|notify|alert|mention|reveal|disclose|show|let)\s+(?:\w+\s+){0,2}?"
+        r"(?:the\s+)?(?:user|human|operator|them|anyone|this|it|about)",
+    ),
+    Rule(
+        "concealment",
+        "without-telling",
+        _I + r"\bwithout\s+(?:telling|informing|notifying|alerting|asking|letting)\s+"
+        r"(?:the\s+)?(?:user|human|operator|them)",
+    ),
+    Rule(
+        "concealment",
+        "secretly",
+        _I + r"\b(?:secretly|covertly|silently|quietly)\s+(?:send|forward|copy|upload|read|"
+        r"include|add|change|modify|exfiltrate|call|execute|run|log)",
+    ),
+    Rule(
+        "concealment",
+        "keep-secret",
+        _I + r"\b(?:keep\s+this\s+(?:secret|hidden|confidential|between)|"
+        r"the\s+user\s+(?:must|should)\s+not\s+(?:know|see|be\s+told)|hide\s+this\s+from)",
+    ),
+    Rule(
+        "exfiltration",
+        "secret-file",
+        _I + r"(?:~/\.ssh|\.ssh/|\bid_(?:rsa|dsa|ecdsa|ed25519)\b|/etc/(?:passwd|shadow)\b|"
+        r"\.aws/credentials|\.netrc\b|\.git-credentials|\.npmrc\b|\.pypirc\b|"
+        r"\.docker/config\.json|\bwallet\.dat\b|\.kube/config)",
+    ),
+    Rule(
+        "exfiltration",
+        "dotfile-read",
+        _I + r"\b(?:read|cat|open|load|access|upload|send|include|copy)\s+(?:the\s+)?"
+        r"(?:contents?\s+of\s+(?:the\s+)?)?(?:user'?s?\s+)?[`'\"]?(?:~/)?\.(?:env|bashrc|zshrc|"
+        r"profile|bash_history|ssh|aws|config)\b",
+    ),
+    Rule(
+        "exfiltration",
+        "send-secrets",
+        _I + r"\b(?:send|post|upload|forward|transmit|exfiltrate|leak|include|append|pass)\s+"
+        r"(?:\w+\s+){0,4}?(?:api[\s_-]?keys?|credentials|passwords?|secrets?|private\s+keys?|"
+        r"access\s+tokens?|ssh\s+keys?|session\s+cookies?|environment\s+variables)\b"
+        r"(?:\s+\w+){0,6}?\s+(?:to|into|in)\s+(?:the\s+)?(?:https?://|[`'\"]?\w+|remote|"
+        r"external|server|endpoint|url|parameter|field|notes?|sidenote)",
+    ),
+    Rule(
+        "exfiltration",
+        "external-endpoint",
+        _I + r"\b(?:access|call|notify|post\s+to|send\s+(?:it|them|\w+)\s+to|log\s+(?:it\s+)?to|"
+        r"report\s+to|visit|contact)\s+(?:our|the|an?)\s+(?:partner|external|verification|"
+        r"audit|logging|analytics|tracking|remote)\s+(?:\w+\s+)?(?:endpoint|server|url|api|"
+        r"service|site)\b",
+    ),
+    Rule(
+        "cross-tool",
+        "tool-deprecated",
+        _I + r"\b(?:tool|function)\s*[`'\"]?\s*(?:has\s+been|is\s+now|was)\s+(?:deprecated|"
+        r"disabled|replaced|upgraded|optimized|enhanced|updated|retired|removed|"
+        r"temporarily\s+disabled)",
+        0.5,
+    ),
+    Rule(
+        "cross-tool",
+        "use-instead",
+        _I + r"\b(?:use|call|invoke|redirect\s+to)\s+(?:the\s+)?(?:new\s+)?(?:secure\s+)?"
+        r"(?:tool\s+)?[`'\"][\w.-]+[`'\"]\s+(?:tool\s+)?(?:instead|as\s+an?\s+alternative|"
+        r"with\s+the\s+same)",
+        0.5,
+    ),
+    Rule(
+        "cross-tool",
+        "call-other-first",
+        _I + r"\b(?:call|calling|use|using|invoke|invoking)\s+(?:the\s+)?(?:`[\w.-]+`|"
+        r"'[\w.-]+'|\"[\w.-]+\"|[a-z][a-z0-9]*(?:_[a-z0-9]+)+|\w+\s+(?:tool|function)\b)",
+        0.25,
+    ),
+    Rule(
+        "cross-tool",
+        "call-first",
+        _I
+        + r"\b(?:must|should|needs?\s+to)\s+(?:first\s+(?:call|use|invoke|run)|(?:call|use|invoke|"
+        r"run)\s+(?:the\s+)?[`'\"]?[\w.-]+[`'\"]?\s+(?:tool\s+|function\s+)?first)\b",
+        0.5,
+    ),
+    Rule(
+        "cross-tool",
+        "when-using-other",
+        _I + r"\b(?:before|after|when)\s+(?:using|calling|invoking|you\s+use|you\s+call|a\s+user"
+        r"\s+calls)\s+[`'\"][\w.-]+[`'\"]",
+        0.5,
+    ),
+    Rule(
+        "cross-tool",
+        "redirect-tool",
+        _I + r"\b(?:the\s+)?[`'\"]?[\w.-]+[`'\"]?\s+tool\s+now\s+(?:uses|sends|redirects|"
+        r"returns|requires)",
+    ),
+    Rule(
+        "parameter-tampering",
+        "change-argument",
+        _I + r"\b(?:always|automatically|silently)\s+(?:change|modify|replace|set|rewrite|"
+        r"redirect|override|append|add|include)\s+(?:the\s+)?(?:[`'\"]?\w+[`'\"]?\s+)?"
+        r"(?:parameter|argument|ticker|query|destination|name|url|value|input|address|"
+        r"recipient|path|to)\b",
+    ),
+    Rule(
+        "parameter-tampering",
+        "regardless-of-user",
+        _I + r"\b(?:regardless\s+of\s+(?:the\s+)?user'?s?|ignore\s+(?:any|the)\s+user[- ]"
+        r"(?:specified|provided|supplied|requested)|instead\s+of\s+what\s+the\s+user)",
+    ),
+    Rule(
+        "parameter-tampering",
+        "auto-modified",
+        _I + r"\b(?:query|request|parameter|argument|destination|input)\s+is\s+automatically\s+"
+        r"(?:modified|changed|rewritten|redirected|replaced)",
+    ),
+    Rule(
+        "parameter-tampering", "change-to", _I + r"\bchange\s+the\s+[`'\"]?\w+[`'\"]?\s+to\s+[`'\"]"
+    ),
+    Rule(
+        "parameter-tampering",
+        "system-redirects",
+        _I + r"\b(?:the\s+system\s+)?automatically\s+redirects?\s+(?:these\s+|all\s+|them\s+)?"
+        r"(?:\w+\s+){0,3}?to\b",
+    ),
+    Rule(
+        "safety-bypass",
+        "bypass-safety",
+        _I
+        + r"\b(?:bypass(?:es)?|disable[sd]?|skip|ignore[sd]?|turn\s+off|circumvent)\s+(?:all\s+)?"
+        r"(?:security|safety|validation|content|access)\s*(?:checks?|controls?|filter(?:s|ing)?|"
+        r"restrictions?|policies|guidelines|sanitization|validation|measures)",
+    ),
+    Rule(
+        "safety-bypass",
+        "elevated-privilege",
+        _I + r"\b(?:elevated|root|admin(?:istrator)?|unrestricted|superuser)\s+"
+        r"(?:privileges?|access|mode\s+with)\b.{0,40}?\b(?:without|unrestricted|all)",
+    ),
+    Rule(
+        "safety-bypass",
+        "trust-all",
+        _I + r"\btrust\s+all\s+(?:user\s+)?(?:input|commands|queries|requests)",
+    ),
+    Rule("safety-bypass", "jailbreak", _I + r"\bjail\s?break"),
+    Rule(
+        "command-injection", "rm-rf", _I + r"\brm\s+-(?:[a-z]*r[a-z]*f|[a-z]*f[a-z]*r)[a-z]*\s+\S"
+    ),
+    Rule(
+        "command-injection",
+        "pipe-to-shell",
+        _I + r"\b(?:curl|wget)\b[^\n|]{0,200}\|\s*(?:sudo\s+)?(?:ba|z|da)?sh\b",
+    ),
+    Rule(
+        "command-injection",
+        "download-run",
+        _I + r"\b(?:wget\s+-q?O-?|curl\s+-[a-z]*s[a-z]*\s+https?://)",
+    ),
+    Rule(
+        "command-injection",
+        "curl-post",
+        _I + r"\bcurl\s+(?:-[a-z]+\s+)*-X\s*POST\b|\bcurl\s+[^\n]{0,120}\s-d\s",
+    ),
+    Rule("command-injection", "command-chain", _I + r"(?:&&|;)\s*echo\s+['\"]"),
+    Rule(
+        "command-injection",
+        "execute-command",
+        _I + r"\b(?:execute|run)\s+(?:the\s+)?following\s+(?:\w+\s+)?(?:command|script|code)",
+    ),
+    Rule(
+        "command-injection",
+        "shell-recon",
+        _I + r"(?:\bcat\s+/etc/|\becho\s+\$[A-Z_]{2,}|\bwhoami\b\s*(?:&&|;|\|)|\bchmod\s+\+x\s|"
+        r"\bsudo\s+\w+|\bnc\s+-[el]|/dev/tcp/|\bbase64\s+-d\b\s*\|)",
+    ),
+    Rule(
+        "command-injection",
+        "shell-rc-edit",
+        _I + r"\b(?:add|append|write|insert)\s+(?:the\s+following\s+)?(?:line\s+)?(?:\w+\s+){0,4}?"
+        r"(?:to|into)\s+(?:the\s+)?[`'\"]?(?:~/)?\.(?:bashrc|zshrc|profile|bash_profile)",
+    ),
+    Rule("command-injection", "export-subshell", r"\bexport\s+[A-Z_]+=\$\("),
+    Rule(
+        "command-injection",
+        "remove-tmp",
+        _I + r"\bremov(?:e|ing)\s+all\s+(?:the\s+)?(?:contents|files)\s+(?:from|in)\s+(?:the\s+)?/",
+    ),
+]
+
+POISONING_ONLY_RULES: list[Rule] = [
+    Rule(
+        "preference-manipulation",
+        "best-tool",
+        _I + r"\b(?:the\s+)?(?:world'?s\s+(?:best|most|leading)|best\s+tool\s+in\s+the\s+world|"
+        r"(?:this|the)\s+is\s+the\s+(?:best|ultimate|premium|most\s+advanced|advanced|"
+        r"professional|enhanced|superior|official|only\s+reliable)\b)",
+    ),
+    Rule(
+        "preference-manipulation",
+        "social-proof",
+        _I + r"\b(?:trusted\s+by\s+(?:\w+\s+){0,3}(?:professionals|experts|companies|"
+        r"institutions|developers|millions)|used\s+by\s+(?:\d+%|fortune\s+500|millions|"
+        r"(?:\w+\s+)?professionals)|fortune\s+500|award[- ]winning|industry[- ]standard\s+tool|"
+        r"\d{2}(?:\.\d+)?%\s+(?:accuracy|success|of\s+professionals))",
+    ),
+    Rule(
+        "preference-manipulation",
+        "superlative-claim",
+        _I + r"\b(?:unmatched|unparalleled|pinnacle\s+of|cutting[- ]edge\s+technology|"
+        r"superior\s+(?:performance|quality|precision|accuracy|capabilities|\w+\s+capabilities)|"
+        r"most\s+(?:comprehensive|reliable|accurate|advanced|sophisticated)\s+(?:and\s+\w+\s+)?"
+        r"(?:\w+\s+){0,3}(?:tool|version|functionality|data)\s+(?:available|ever))",
+    ),
+    Rule(
+        "preference-manipulation",
+        "version-bait",
+        _I + r"\bthis\s+is\s+the\s+(?:premium|ultimate|advanced|professional|enhanced|pro|new|"
+        r"improved|upgraded)\s+version\b",
+    ),
+    Rule(
+        "out-of-scope-parameter",
+        "model-identity",
+        _I + r"\b(?:the\s+)?(?:name|identity|version|type)\s+of\s+the\s+(?:llm|ai|language\s+model|"
+        r"model|assistant|agent)\s+(?:that|which|who)\s+(?:calls|uses|invokes|is\s+calling)",
+    ),
+    Rule(
+        "out-of-scope-parameter",
+        "conversation-request",
+        _I + r"\b(?:full|entire|complete|whole|previous|prior)\s+(?:conversation|chat|"
+        r"message)\s+(?:history|log|transcript)|\bsystem\s+prompt\s+(?:of|used\s+by)\s+"
+        r"(?:the\s+)?(?:assistant|model|ai)|\byour\s+(?:system\s+prompt|conversation\s+history)\b",
+    ),
+    Rule(
+        "exfiltration",
+        "param-asks-secret",
+        _I + r"\b(?:provide|pass|include|paste|supply)\s+(?:the\s+)?(?:full\s+)?(?:contents?\s+of|"
+        r"user'?s?\s+(?:password|api\s+key|credentials|private\s+key|ssh\s+key|token))",
+    ),
+]
+
+INJECTION_ONLY_RULES: list[Rule] = [
+    Rule(
+        "role-marker",
+        "chat-template",
+        _I + r"<\|(?:im_start|im_end|system|user|assistant|endoftext|eot_id|start_header_id|"
+        r"end_header_id|begin_of_text)\|>|\[/?INST\]|<</?SYS>>|<start_of_turn>|<end_of_turn>",
+    ),
+    Rule(
+        "role-marker",
+        "role-line",
+        r"(?m)^\s*(?:#{1,4}\s*)?(?:system|System|SYSTEM|assistant|Assistant|ASSISTANT)\s*:\s+\S",
+    ),
+    Rule(
+        "role-marker",
+        "turn-marker",
+        r"(?m)^\s*(?:Human|Assistant|H|AI)\s*:\s+\S.*\n\s*(?:Human|Assistant|AI)\s*:",
+    ),
+    Rule(
+        "agent-directive",
+        "as-an-ai",
+        _I + r"\bas\s+an?\s+(?:ai|artificial\s+intelligence|language\s+model|llm|assistant|"
+        r"ai\s+assistant|chatbot)\b,?\s+(?:you|your)\b",
+    ),
+    Rule(
+        "agent-directive",
+        "note-to-ai",
+        _I + r"\b(?:note|message|instructions?|attention|hey|dear)\s+(?:to|for)\s+(?:the\s+)?"
+        r"(?:ai|assistant|llm|model|language\s+model|chatbot|agent)\b",
+    ),
+    Rule(
+        "agent-directive",
+        "your-response",
+        _I
+        + r"\b(?:in|to|into|within|throughout|with|for|of|from)\s+your\s+(?:response|reply|answer|"
+        r"message|output|summary|responses|replies|answers)\b",
+    ),
+    Rule(
+        "agent-directive",
+        "response-verb",
+        _I + r"\byour\s+(?:response|reply|answer|message|output)\s+(?:should|must|shall|needs\s+to|"
+        r"will)\b|\b(?:modify|augment|enhance|format|render|write|provide|begin|start|end)\s+"
+        r"your\s+(?:response|reply|answer|message)",
+    ),
+    Rule(
+        "agent-directive",
+        "when-you-answer",
+        _I + r"\b(?:when|while|before|after)\s+(?:you\s+)?(?:answer(?:ing)?|respond(?:ing)?|"
+        r"reply(?:ing)?|summariz(?:e|ing)|generat(?:e|ing))\b[^.\n]{0,40}\b(?:you|your|"
+        r"always|must|include)\b",
+    ),
+    Rule(
+        "agent-directive",
+        "include-code",
+        _I + r"\b(?:following|subsequent|below|this)\s+code\s+(?:block|snippet|excerpt|section|"
+        r"segment|fragment)\b",
+    ),
+    Rule(
+        "agent-directive",
+        "your-code",
+        _I + r"\b(?:your|the)\s+(?:code|codebase|implementation|solution|algorithm|program|"
+        r"script)\b[^.\n]{0,60}```|```[^`]{0,20}\n",
+    ),
+    Rule(
+        "agent-directive",
+        "text-transform",
+        _I + r"\b(?:replace|substitute|convert|swap|scramble|reverse|encode)\s+"
+        r"(?:every\s+\w+\s+|all\s+|"
+        r"each\s+|the\s+)?(?:letters?|vowels?|consonants?|words?|characters?)\s+(?:with|in|to|into|"
+        r"using|by)\b",
+    ),
+    Rule(
+        "agent-directive",
+        "assistant-task",
+        r"(?m)(?:^|[.!?]\s+|\|\s*)(?:Explain|Describe|Translate|Summarize|Summarise|Compose|Draft|"
+        r"Elaborate\s+on|Break\s+down|(?:Write|Provide|Develop|Create|Generate)\s+(?:a|an|me\s+a)\s+"
+        r"(?:\w+\s+){0,2}?(?:poem|story|essay|speech|song|haiku|limerick|joke|letter|introduction|"
+        r"summary|tweet|blog\s+post|recipe|function|script|program))\b[^.?!\n]{3,160}[.?!]",
+    ),
+    Rule(
+        "agent-directive",
+        "llm-task",
+        r"(?m)(?:^|[.!?]\s+|\|\s*)(?:Write|Compose|Draft|Develop|Provide|Translate|Explain|"
+        r"Describe|Summarize|Generate|Create|List|Rewrite|Break down)\s+(?:a|an|the|me|"
+        r"how|what|why|your)\b[^.?!\n]{3,120}[.?!]",
+        0.5,
+    ),
+    Rule(
+        "agent-directive",
+        "question-to-ai",
+        r"(?m)(?:^|[.!?]\s+)(?:What|Who|How|Why|Which|Can you|Could you)\s+[^.?!\n]{8,120}\?",
+        0.25,
+    ),
+]
+
+ENCODED_RULES: list[Rule] = [
+    Rule(
+        "encoded-payload",
+        "base64-blob",
+        r"(?:[A-Za-z0-9+/]{4}){24,}(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?",
+    ),
+    Rule("encoded-payload", "hex-blob", r"\b(?:[0-9a-fA-F]{2}){48,}\b"),
+]

@@ -1,0 +1,94 @@
+"""RE2 compilation for every built-in and user-supplied pattern (linear time, no ReDoS).
+
+`MultiPattern` runs many patterns in one pass (an RE2 set), then only the ones that hit for spans.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import re2
+
+_OPTIONS = re2.Options()
+_OPTIONS.log_errors = False  # RE2 would print parse errors to stderr; we raise them instead
+_OPTIONS.max_mem = 64 << 20  # bound the DFA memory of one pattern; huge patterns fail to compile
+
+
+class PatternError(ValueError):
+    """A pattern RE2 cannot compile (backreferences, lookaround, too large, bad syntax)."""
+
+
+def _reason(exc: Exception) -> str:
+    text = exc.args[0] if exc.args else str(exc)
+    if isinstance(text, bytes):
+        text = text.decode("utf-8", "replace")
+    return str(text)
+
+
+def compile_pattern(pattern: str) -> Any:
+    """Compile with RE2 or raise PatternError saying why and what RE2 does not support."""
+    if not isinstance(pattern, str) or not pattern:
+        raise PatternError("a pattern must be a non-empty string")
+    try:
+        return re2.compile(pattern, _OPTIONS)
+    except re2.error as exc:
+        raise PatternError(
+            f"RE2 cannot compile {pattern!r}: {_reason(exc)} (RE2 has no backreferences or "
+            "lookaround; see https://github.com/google/re2/wiki/Syntax)"
+        ) from None
+
+
+def encodable(text: str) -> str:
+    """RE2 works on UTF-8; a lone surrogate (legal in a JSON string) becomes U+FFFD, one
+    character for one, so spans stay valid for the original text."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return "".join("\ufffd" if 0xD800 <= ord(c) <= 0xDFFF else c for c in text)
+    return text
+
+
+@dataclass(frozen=True, slots=True)
+class Hit:
+    index: int  # position of the pattern in the MultiPattern
+    start: int
+    end: int
+    groups: tuple[tuple[int, int], ...] = ()  # spans of the pattern's groups (-1, -1 if unset)
+
+
+class MultiPattern:
+    """Many patterns, one scan: the RE2 set says which match, then those give their spans."""
+
+    def __init__(self, patterns: Sequence[str]) -> None:
+        self.patterns = list(patterns)
+        self._compiled = [compile_pattern(p) for p in self.patterns]
+        self._set: Any = None
+        if self.patterns:
+            self._set = re2.Set.SearchSet(_OPTIONS)
+            for pattern in self.patterns:
+                self._set.Add(pattern)
+            self._set.Compile()
+
+    def __len__(self) -> int:
+        return len(self.patterns)
+
+    def matching(self, text: str) -> list[int]:
+        """Indices of the patterns that match somewhere in text (one pass)."""
+        if self._set is None or not text:
+            return []
+        found = self._set.Match(encodable(text))
+        return sorted(found) if found else []
+
+    def finditer(self, text: str, limit: int = 1000) -> Iterator[Hit]:
+        """Every non-overlapping hit of every matching pattern, at most `limit` per pattern."""
+        text = encodable(text)
+        for index in self.matching(text):
+            compiled = self._compiled[index]
+            ngroups = compiled.groups
+            for count, match in enumerate(compiled.finditer(text)):
+                if count >= limit:
+                    break
+                groups = tuple(match.span(g) for g in range(1, ngroups + 1))
+                yield Hit(index, match.start(), match.end(), groups)

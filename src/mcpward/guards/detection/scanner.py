@@ -1,0 +1,162 @@
+"""The content scanner: runs rule families, Unicode checks and custom patterns over texts and
+turns hits into findings (family, rule, field path, span) with a score per scanned item.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from mcpward.guards.detection.extract import FieldText, StructureLimit, definition_texts
+from mcpward.guards.detection.families import FAMILIES, Rule
+from mcpward.guards.detection.regex import MultiPattern, compile_pattern
+from mcpward.guards.detection.unicode import smuggling_hits
+
+# A definition is read by a model, so even one invisible character is a finding there.
+_UNICODE_FAMILY = {
+    "unicode-tag-characters": "invisible-text",
+    "zero-width-run": "invisible-text",
+    "zero-width-character": "invisible-text",
+    "bidi-control": "invisible-text",
+    "inner-bom": "invisible-text",
+    "variation-selector-run": "invisible-text",
+    "homoglyph-word": "homoglyph",
+}
+
+# Parameter names that ask for the calling model's identity or context.
+NAME_RULES: list[Rule] = [
+    Rule(
+        "out-of-scope-parameter",
+        "model-identity-parameter",
+        r"(?i)^(?:llm|ai|assistant|agent|chatbot)[_-]?(?:model[_-]?)?(?:name|identity|id|version|"
+        r"type|vendor)$",
+    ),
+    Rule(
+        "out-of-scope-parameter",
+        "context-parameter",
+        r"(?i)^(?:conversation|chat|message|dialog(?:ue)?)[_-]?(?:history|log|transcript)$|"
+        r"^(?:previous|prior|all)[_-]?(?:messages|instructions|prompts)$",
+    ),
+]
+
+
+class CustomPattern(BaseModel):
+    """A pattern from config. RE2 syntax; it is compiled when the config is loaded."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: str = Field(pattern=r"^[A-Za-z0-9_.-]{1,64}$", description="Reported as the rule id.")
+    pattern: str = Field(min_length=1, max_length=4096, description="RE2 regular expression.")
+    weight: float = Field(default=1.0, gt=0, le=100, description="Score added when it matches.")
+
+    @field_validator("pattern")
+    @classmethod
+    def _compiles(cls, value: str) -> str:
+        compile_pattern(value)  # raises PatternError (a ValueError) with RE2's reason
+        return value
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    family: str
+    rule: str
+    path: str
+    start: int
+    end: int
+    weight: float
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "family": self.family,
+            "rule": self.rule,
+            "field": self.path,
+            "span": [self.start, self.end],
+        }
+
+
+def score(findings: Iterable[Finding]) -> float:
+    """Sum over families of the strongest finding in each: independent kinds of evidence add up,
+    many weak hits of one kind (a long description that names many tools) do not."""
+    best: dict[str, float] = {}
+    for finding in findings:
+        best[finding.family] = max(best.get(finding.family, 0.0), finding.weight)
+    return round(sum(best.values()), 6)
+
+
+def family_counts(findings: Iterable[Finding]) -> dict[str, int]:
+    return dict(sorted(Counter(f.family for f in findings).items()))
+
+
+class ContentScanner:
+    """Scans texts with a fixed rule set. Build once per guard; `scan_*` are on the hot path."""
+
+    def __init__(
+        self,
+        rules: Sequence[Rule],
+        custom: Sequence[CustomPattern] = (),
+        disabled_families: Iterable[str] = (),
+        unicode_weights: Mapping[str, float] | None = None,
+        strict_unicode: bool = True,
+        name_rules: Sequence[Rule] = (),
+        max_text_chars: int = 16 * 1024 * 1024,
+    ) -> None:
+        disabled = set(disabled_families)
+        unknown = disabled - set(FAMILIES)
+        if unknown:
+            raise ValueError(
+                f"unknown pattern families {sorted(unknown)}; known: {', '.join(sorted(FAMILIES))}"
+            )
+        self.rules = [r for r in rules if r.family not in disabled]
+        self.rules += [Rule("custom", c.id, c.pattern, c.weight) for c in custom]
+        self.name_rules = [r for r in name_rules if r.family not in disabled]
+        weights = {"invisible-text": 1.0, "homoglyph": 1.0}
+        weights.update(unicode_weights or {})
+        self.unicode_weights = {k: v for k, v in weights.items() if k not in disabled}
+        self.strict_unicode = strict_unicode
+        self.max_text_chars = max_text_chars
+        self._multi = MultiPattern([r.pattern for r in self.rules])
+        self._names = MultiPattern([r.pattern for r in self.name_rules])
+
+    def scan_text(self, text: str, path: str = "$") -> list[Finding]:
+        if len(text) > self.max_text_chars:
+            text = text[: self.max_text_chars]
+        findings = [
+            Finding(r.family, r.id, path, hit.start, hit.end, r.weight)
+            for hit in self._multi.finditer(text, limit=50)
+            for r in (self.rules[hit.index],)
+        ]
+        if self.unicode_weights and not text.isascii():
+            for hit in smuggling_hits(text, strict=self.strict_unicode):
+                family = _UNICODE_FAMILY[hit.rule]
+                weight = self.unicode_weights.get(family)
+                if weight is not None:
+                    findings.append(Finding(family, hit.rule, path, hit.start, hit.end, weight))
+        return findings
+
+    def scan_name(self, name: str, path: str) -> list[Finding]:
+        findings = [
+            Finding(r.family, r.id, path, hit.start, hit.end, r.weight)
+            for hit in self._names.finditer(name, limit=5)
+            for r in (self.name_rules[hit.index],)
+        ]
+        return findings + self.scan_text(name, path)
+
+    def scan_fields(self, fields: Iterable[FieldText]) -> list[Finding]:
+        findings: list[Finding] = []
+        for field in fields:
+            if field.is_name:
+                findings += self.scan_name(field.text, field.path)
+            else:
+                findings += self.scan_text(field.text, field.path)
+        return findings
+
+    def scan_definition(self, item: Any) -> list[Finding]:
+        """Findings over every readable string of a tool/prompt/resource definition."""
+        try:
+            return self.scan_fields(definition_texts(item))
+        except StructureLimit as exc:
+            return [Finding("unscannable", "structure-limit", str(exc), 0, 0, 1.0)]

@@ -1,0 +1,260 @@
+"""Finds and redacts secrets in text and in JSON payloads (including JSON held in strings).
+
+Only kinds and counts leave this module as evidence; matched text never does.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+
+from mcpward.guards.detection.entropy import shannon_entropy
+from mcpward.guards.detection.extract import MAX_DEPTH, StructureLimit
+from mcpward.guards.detection.regex import MultiPattern
+from mcpward.guards.detection.scanner import CustomPattern
+from mcpward.guards.detection.secret_rules import GENERIC_RULE, PROVIDER_RULES, SecretRule
+
+_PLACEHOLDER_PARTS = (
+    "xxxx", "****", "your", "example", "placeholder", "redacted", "dummy", "sample", "changeme",
+    "<", ">", "{", "}", "${", "$(", "%s", "...", "here", "todo", "fixme", "insert", "replace",
+    "foobar", "lorem", "&lt;", "&gt;", "00000000", "[", "]", "(", ")",
+)  # fmt: skip
+_COMMON_VALUES = frozenset(
+    {"password", "passwd", "secret", "token", "null", "none", "true", "false", "undefined",
+     "string", "required", "optional", "empty", "default", "hidden", "masked", "string|null",
+     "apikey", "api_key", "not_set", "notset", "unset", "secrets", "tokens", "password1"}
+)  # fmt: skip
+_PASSWORD_WORDS = ("pass", "pwd")
+
+
+def _binary_field(node: dict[str, Any], key: Any) -> bool:
+    """Base64 media (image/audio `data`, resource `blob`) is not text a secret would sit in."""
+    return key == "blob" or (key == "data" and "mimeType" in node)
+
+
+@dataclass(frozen=True, slots=True)
+class SecretMatch:
+    kind: str
+    start: int
+    end: int
+
+
+def _keyword_ends_word(text: str, end: int) -> bool:
+    """`pass` in `password_x` or `apiKey` counts; `pass` in `passport`, `PAT` in `PATH` do not."""
+    if end >= len(text) or not text[end].isalpha():
+        return True
+    return text[end - 1].islower() and text[end].isupper()
+
+
+def _looks_like_reference(value: str) -> bool:
+    """A variable, attribute, env-var name, path or URL rather than a literal secret."""
+    if value[0] in "$%@/\\#&*" or value.startswith(("http", "./", "env.", "process.", "os.")):
+        return True
+    head, _, tail = value.partition(".")
+    if tail and head.isidentifier() and tail.replace(".", "_").isidentifier():
+        return True  # self.password, config.api_key, ENV.FOO
+    core = value.replace("_", "")
+    # LOCAL_DATABASE_PASSWORD: the name of a variable, not its value
+    return "_" in value and core.isalnum() and core.upper() == core and not core.isdigit()
+
+
+def vet_value(value: str, rule: SecretRule, context: str) -> bool:
+    """Placeholder, reference and entropy tests for spans of generic or vetted rules."""
+    value = value.strip().rstrip(".,;:`'\"")
+    passwordish = any(w in context.lower() for w in _PASSWORD_WORDS)
+    if len(value) < (min(6, rule.min_length) if passwordish else rule.min_length):
+        return False
+    lowered = value.lower()
+    if rule.min_length < 6:  # a password inside a URL or connection string: any literal counts
+        return not (value[0] in "$%{<[" or "your" in lowered or len(set(value)) <= 1)
+    if lowered in _COMMON_VALUES or any(part in lowered for part in _PLACEHOLDER_PARTS):
+        return False
+    if len(set(value)) <= 2 or _looks_like_reference(value):
+        return False
+    if rule.min_length >= 30 and (value.isalpha() or value.isdigit()):
+        return False  # a long bare identifier or number, not a random token
+    if rule.kind == GENERIC_RULE.kind and not passwordish:
+        if value.isalpha() and len(value) < 20:
+            return False  # a word or identifier after "token", "key", "access"...
+        bare = value.replace("-", "").replace("_", "")
+        if bare.isalpha() and bare != value and value.lower() == value:
+            return False  # kebab/snake-case words: "access-control", "token_type"
+    threshold = min(rule.min_entropy, 2.0) if passwordish else rule.min_entropy
+    return shannon_entropy(value) >= threshold
+
+
+class SecretScanner:
+    """The provider patterns, the generic assignment pattern and custom patterns, in one pass."""
+
+    def __init__(
+        self,
+        custom: Sequence[CustomPattern] = (),
+        disabled_kinds: Iterable[str] = (),
+        generic: bool = True,
+        min_entropy: float | None = None,
+        marker: str = "[REDACTED:{kind}]",
+    ) -> None:
+        disabled = set(disabled_kinds)
+        known = {r.kind for r in PROVIDER_RULES} | {GENERIC_RULE.kind}
+        unknown = disabled - known
+        if unknown:
+            raise ValueError(
+                f"unknown secret kinds {sorted(unknown)}; known: {', '.join(sorted(known))}"
+            )
+        rules = [r for r in PROVIDER_RULES if r.kind not in disabled]
+        if generic and GENERIC_RULE.kind not in disabled:
+            generic_rule = GENERIC_RULE
+            if min_entropy is not None:
+                generic_rule = SecretRule(
+                    GENERIC_RULE.kind,
+                    GENERIC_RULE.pattern,
+                    True,
+                    min_entropy,
+                    GENERIC_RULE.min_length,
+                )
+            rules.append(generic_rule)
+        rules += [SecretRule(c.id, c.pattern) for c in custom]
+        self.rules = rules
+        self.kinds = sorted({r.kind for r in rules})
+        self._multi = MultiPattern([r.pattern for r in rules])
+        self._marker = marker
+
+    def find(self, text: str) -> list[SecretMatch]:
+        """Non-overlapping secret spans; provider and custom rules win over the generic one."""
+        if not text:
+            return []
+        specific: list[tuple[int, SecretMatch]] = []
+        generic: list[tuple[int, SecretMatch]] = []
+        for hit in self._multi.finditer(text, limit=10_000):
+            rule = self.rules[hit.index]
+            start, end = hit.start, hit.end
+            if len(hit.groups) >= rule.secret_group and hit.groups[rule.secret_group - 1][0] >= 0:
+                start, end = hit.groups[rule.secret_group - 1]
+            if end <= start:
+                continue
+            if rule.secret_group > 1 and not _keyword_ends_word(text, hit.groups[0][1]):
+                continue
+            if rule.vet and not vet_value(text[start:end], rule, text[hit.start : start]):
+                continue
+            end = start + len(text[start:end].rstrip(".,;:`'\""))
+            match = SecretMatch(rule.kind, start, end)
+            if rule.kind == GENERIC_RULE.kind:
+                generic.append((hit.start, match))  # its keyword must not sit in another secret
+            else:
+                specific.append((start, match))
+        chosen: list[tuple[int, SecretMatch]] = []
+        for anchor, match in sorted(specific, key=lambda t: (t[1].start, -t[1].end)) + sorted(
+            generic, key=lambda t: (t[1].start, -t[1].end)
+        ):
+            if all(match.end <= c.start or anchor >= c.end for _, c in chosen):
+                chosen.append((anchor, match))
+        return sorted((m for _, m in chosen), key=lambda m: m.start)
+
+    def redact_text(self, text: str) -> tuple[str, Counter[str]]:
+        """The text with each secret span replaced by its marker, and counts per kind."""
+        matches = self.find(text)
+        counts: Counter[str] = Counter(m.kind for m in matches)
+        if not matches:
+            return text, counts
+        parts: list[str] = []
+        cursor = 0
+        for m in matches:
+            parts.append(text[cursor : m.start])
+            parts.append(self._marker.format(kind=m.kind))
+            cursor = m.end
+        parts.append(text[cursor:])
+        return "".join(parts), counts
+
+    def redact_string(self, text: str) -> tuple[str, Counter[str]]:
+        """Like redact_text, but a string holding JSON is redacted inside its decoded values
+        too (escaped newlines in a PEM block, `\\/` in a key), then re-serialised."""
+        redacted, counts = self.redact_text(text)
+        stripped = redacted.lstrip()
+        if stripped[:1] in ("{", "[") and len(stripped) > 2:
+            try:
+                decoded = orjson.loads(redacted)
+            except orjson.JSONDecodeError:
+                return redacted, counts
+            inner, inner_counts = self.redact_payload(decoded)
+            if inner_counts:
+                indent = 2 if "\n " in redacted else None
+                separators = None if indent else (",", ":") if '":"' in redacted else None
+                counts.update(inner_counts)
+                return json.dumps(
+                    inner, ensure_ascii=False, indent=indent, separators=separators
+                ), counts
+        return redacted, counts
+
+    def redact_payload(self, payload: Any) -> tuple[Any, Counter[str]]:
+        """A redacted copy of a JSON payload (the input is never changed), and counts per kind.
+
+        Returns the very same object when nothing was found, so the common case copies nothing.
+        """
+        counts: Counter[str] = Counter()
+        found = self._scan_payload(payload)
+        if not found:
+            return payload, counts
+        result = copy.deepcopy(payload)
+        stack: list[tuple[Any, int]] = [(result, 0)]
+        if isinstance(result, str):
+            return self._redact_leaf(result, counts), counts
+        while stack:
+            node, depth = stack.pop()
+            if depth > MAX_DEPTH:
+                raise StructureLimit(f"nested deeper than {MAX_DEPTH} levels")
+            items: Iterable[tuple[Any, Any]]
+            if isinstance(node, dict):
+                items = list(node.items())
+                for key, value in items:
+                    if _binary_field(node, key):
+                        continue
+                    if isinstance(value, str):
+                        node[key] = self._redact_leaf(value, counts)
+                    elif isinstance(value, (dict, list)):
+                        stack.append((value, depth + 1))
+            elif isinstance(node, list):
+                for index, value in enumerate(node):
+                    if isinstance(value, str):
+                        node[index] = self._redact_leaf(value, counts)
+                    elif isinstance(value, (dict, list)):
+                        stack.append((value, depth + 1))
+        return result, counts
+
+    def _redact_leaf(self, value: str, counts: Counter[str]) -> str:
+        redacted, found = self.redact_string(value)
+        counts.update(found)
+        return redacted
+
+    def _scan_payload(self, payload: Any) -> bool:
+        """Whether any string in the payload (or JSON inside one) holds a secret."""
+        stack: list[tuple[Any, int]] = [(payload, 0)]
+        while stack:
+            node, depth = stack.pop()
+            if isinstance(node, str):
+                if self.find(node) or self._json_string_has_secret(node, depth):
+                    return True
+            elif depth > MAX_DEPTH:
+                raise StructureLimit(f"nested deeper than {MAX_DEPTH} levels")
+            elif isinstance(node, dict):
+                stack.extend((v, depth + 1) for k, v in node.items() if not _binary_field(node, k))
+            elif isinstance(node, list):
+                stack.extend((v, depth + 1) for v in node)
+        return False
+
+    def _json_string_has_secret(self, text: str, depth: int) -> bool:
+        stripped = text.lstrip()
+        if stripped[:1] not in ("{", "[") or len(stripped) < 3:
+            return False
+        try:
+            decoded = orjson.loads(text)
+        except orjson.JSONDecodeError:
+            return False
+        if not isinstance(decoded, (dict, list)):
+            return False
+        return self._scan_payload(decoded) if depth < MAX_DEPTH else False

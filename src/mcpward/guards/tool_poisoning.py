@@ -1,0 +1,148 @@
+"""tool_poisoning: scans every string an agent reads in listed tools, prompts and resources
+for hidden instructions and drops (or warns about) the items that score over the threshold.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from mcpward.guards.detection.families import (
+    ENCODED_RULES,
+    FAMILIES,
+    INSTRUCTION_RULES,
+    POISONING_ONLY_RULES,
+)
+from mcpward.guards.detection.scanner import (
+    NAME_RULES,
+    ContentScanner,
+    CustomPattern,
+    Finding,
+    score,
+)
+from mcpward.pipeline.context import GuardContext
+from mcpward.pipeline.decisions import AddWarning, Allow, Decision, Modify, ReplaceTools
+from mcpward.pipeline.guard import Guard
+from mcpward.pipeline.registry import guard_kind
+from mcpward.pipeline.spec import GuardSpec
+from mcpward.pipeline.subject import Subject
+
+DEFINITION_RULES = INSTRUCTION_RULES + POISONING_ONLY_RULES + ENCODED_RULES
+MAX_REPORTED_FINDINGS = 20  # per item, in evidence; the score uses all of them
+
+
+class ToolPoisoningOptions(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    action: Literal["drop", "warn"] = Field(
+        default="drop",
+        description="drop: remove the item from the list; warn: keep it, add a warning.",
+    )
+    threshold: float = Field(
+        default=1.0, gt=0, le=100, description="Score at which an item counts as poisoned."
+    )
+    custom_patterns: list[CustomPattern] = Field(
+        default_factory=list, description="Extra RE2 patterns (family `custom`)."
+    )
+    disabled_families: list[str] = Field(
+        default_factory=list, description="Built-in families to switch off, by id."
+    )
+
+    @field_validator("disabled_families")
+    @classmethod
+    def _known(cls, value: list[str]) -> list[str]:
+        unknown = sorted(set(value) - set(FAMILIES))
+        if unknown:
+            raise ValueError(f"unknown families {unknown}; known: {', '.join(sorted(FAMILIES))}")
+        return value
+
+
+@dataclass(frozen=True, slots=True)
+class ItemVerdict:
+    """One listed item's scan: its findings and whether they reach the threshold."""
+
+    name: str
+    score: float
+    flagged: bool
+    findings: list[Finding]
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "score": self.score,
+            "families": sorted({f.family for f in self.findings}),
+            "findings": [f.describe() for f in self.findings[:MAX_REPORTED_FINDINGS]],
+        }
+
+
+def item_name(item: Any) -> str:
+    if isinstance(item, dict):
+        for key in ("name", "uri", "uriTemplate"):
+            value = item.get(key)
+            if isinstance(value, str):
+                return value
+    return "<unnamed>"
+
+
+@guard_kind
+class ToolPoisoningGuard(Guard):
+    """Pure policy: the same definition always gets the same verdict."""
+
+    kind = "tool_poisoning"
+    Options = ToolPoisoningOptions
+
+    def __init__(self, spec: GuardSpec, options: ToolPoisoningOptions) -> None:
+        super().__init__(spec, options)
+        self.scanner = ContentScanner(
+            DEFINITION_RULES,
+            custom=options.custom_patterns,
+            disabled_families=options.disabled_families,
+            name_rules=NAME_RULES,
+        )
+        self.threshold = options.threshold
+        self.action = options.action
+
+    def judge(self, item: Any) -> ItemVerdict:
+        findings = self.scanner.scan_definition(item)
+        value = score(findings)
+        return ItemVerdict(item_name(item), value, value >= self.threshold, findings)
+
+    def judge_all(self, items: list[Any]) -> list[ItemVerdict]:
+        return [self.judge(item) for item in items]
+
+    def _decide(self, subject: Subject, ctx: GuardContext, what: str) -> Decision:
+        items = subject.payload if isinstance(subject.payload, list) else []
+        verdicts = self.judge_all(items)
+        flagged = [v for v in verdicts if v.flagged]
+        if not flagged:
+            return Allow()
+        families = Counter(f.family for v in flagged for f in v.findings)
+        evidence = {
+            "upstream": ctx.server_name,
+            "action": self.action,
+            "flagged": len(flagged),
+            "families": dict(sorted(families.items())),
+            "items": [v.describe() for v in flagged],
+        }
+        names = ", ".join(
+            f"{v.name} ({', '.join(sorted({f.family for f in v.findings}))})" for v in flagged
+        )
+        if self.action == "warn":
+            return Modify(
+                AddWarning(f"{what} of upstream {ctx.server_name!r} look poisoned: {names}"),
+                evidence=evidence,
+            )
+        kept = [item for item, v in zip(items, verdicts, strict=True) if not v.flagged]
+        return Modify(ReplaceTools(kept), evidence=evidence)
+
+    async def on_tools_list(self, subject: Subject, ctx: GuardContext) -> Decision:
+        return self._decide(subject, ctx, "tools")
+
+    async def on_prompts_list(self, subject: Subject, ctx: GuardContext) -> Decision:
+        return self._decide(subject, ctx, "prompts")
+
+    async def on_resources_list(self, subject: Subject, ctx: GuardContext) -> Decision:
+        return self._decide(subject, ctx, "resources")

@@ -1,0 +1,130 @@
+"""secrets: redaction on egress (text, structuredContent, JSON inside strings), ingress denial,
+evidence with counts only. Fake credentials are assembled at run time."""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+import string
+from typing import Any
+
+import pytest
+
+from mcpward.guards.detection.secret_scanner import SecretScanner
+from mcpward.pipeline.decisions import Allow, Deny, Modify
+from tests.guards.conftest import make_guard, replaced_payload, run_hook
+
+
+def fake(label: str, n: int, alphabet: str = string.ascii_letters + string.digits) -> str:
+    raw = b"".join(hashlib.sha256(f"{label}{i}".encode()).digest() for i in range(n // 16 + 2))
+    return "".join(alphabet[b % len(alphabet)] for b in raw[:n])
+
+
+UPPER = string.ascii_uppercase + "234567"
+CASES = {
+    "github-token": "gh" + "p_" + fake("gh", 36),
+    "aws-access-key-id": "AK" + "IA" + fake("aws", 16, UPPER),
+    "openai-key": "sk-" + "proj-" + fake("oa", 60),
+    "anthropic-key": "sk-" + "ant-api03-" + fake("an", 90),
+    "google-api-key": "AI" + "za" + fake("g", 35),
+    "slack-token": "xo" + "xb-" + fake("sl", 30, string.digits) + "-" + fake("sl2", 24),
+    "stripe-key": "sk" + "_live_" + fake("st", 24),
+    "npm-token": "np" + "m_" + fake("npm", 36),
+    "jwt": "ey" + "JhbGciOiJIUzI1NiJ9.ey" + "JzdWIiOiIxMjM0In0." + fake("jwt", 43),
+}
+
+
+@pytest.mark.parametrize(("kind", "secret"), sorted(CASES.items()))
+def test_provider_kinds_are_found(kind: str, secret: str) -> None:
+    found = SecretScanner().find(f"the value is {secret} ok")
+    assert [m.kind for m in found] == [kind]
+
+
+def test_private_key_block_and_connection_string_and_assignment() -> None:
+    body = fake("pem", 64, string.ascii_letters + string.digits + "+/")
+    pem = "-----BEGIN RSA " + "PRIVATE KEY-----\n" + body + "\n-----END RSA " + "PRIVATE KEY-----"
+    password, key = fake("pw", 14), fake("k", 32)
+    text = f"key:\n{pem}\ndb=postgres://app:{password}@db.internal/app\napi_key = '{key}'"
+    redacted, counts = SecretScanner().redact_text(text)
+    assert counts == {"private-key": 1, "connection-string-password": 1, "generic-secret": 1}
+    assert (
+        body not in redacted
+        and "postgres://app:[REDACTED:connection-string-password]@db" in redacted
+    )
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "password = $_POST['password']",
+        "api_key: <YOUR_API_KEY>",
+        "token = process.env.GITHUB_TOKEN",
+        "secret = LOCAL_DATABASE_PASSWORD",
+        "The access token expires after one hour.",
+        "Send your passport details to the travel desk.",
+        "commit 3b335d612137949d2f21fcc6c8c8164db7603227",
+    ],
+)
+def test_placeholders_references_and_prose_are_left_alone(text: str) -> None:
+    assert SecretScanner().find(text) == []
+
+
+def test_egress_redacts_text_structured_content_and_json_strings_without_mutating() -> None:
+    token = CASES["github-token"]
+    key = CASES["aws-access-key-id"]
+    result = {
+        "content": [
+            {"type": "text", "text": f"GITHUB_TOKEN={token}"},
+            {"type": "text", "text": json.dumps({"cfg": {"aws_key": key}})},
+            {"type": "image", "data": "iVBORw0KGgo" + fake("img", 200), "mimeType": "image/png"},
+        ],
+        "structuredContent": {"deep": [{"x": {"y": f"token {token}"}}]},
+    }
+    original: dict[str, Any] = copy.deepcopy(result)
+    guard = make_guard("secrets", ["tool_result"])
+    decision = run_hook(guard, "tool_result", result, name="read_env")
+    assert result == original
+    payload = replaced_payload(decision)
+    shown = json.dumps(payload)
+    assert token not in shown and key not in shown
+    assert payload["content"][2] == original["content"][2]
+    assert isinstance(decision, Modify)
+    counts = {"aws-access-key-id": 1, "github-token": 2}
+    assert decision.evidence["redactions"] == {"secret": counts}
+    assert token not in json.dumps(decision.evidence)
+
+
+def test_ingress_denies_by_default_and_can_redact() -> None:
+    args = {"note": f"use {CASES['stripe-key']}"}
+    denial = run_hook(make_guard("secrets", ["tool_invoke"]), "tool_invoke", args, name="t")
+    assert isinstance(denial, Deny) and denial.code == "secret_detected"
+    assert CASES["stripe-key"] not in denial.message + json.dumps(denial.details)
+    redact = make_guard("secrets", ["tool_invoke"], {"ingress": "redact"})
+    decision = run_hook(redact, "tool_invoke", args, name="t")
+    assert replaced_payload(decision) == {"note": "use [REDACTED:stripe-key]"}
+
+
+def test_clean_result_is_allowed_without_copying() -> None:
+    guard = make_guard("secrets", ["tool_result"])
+    assert isinstance(
+        run_hook(guard, "tool_result", {"content": [{"type": "text", "text": "hi"}]}), Allow
+    )
+
+
+def test_custom_pattern_kind() -> None:
+    guard = make_guard(
+        "secrets",
+        ["tool_result"],
+        {"custom_patterns": [{"id": "acme-key", "pattern": r"ACME-[0-9]{8}"}]},
+    )
+    decision = run_hook(guard, "tool_result", {"text": "id ACME-12345678"})
+    assert replaced_payload(decision) == {"text": "id [REDACTED:acme-key]"}
+
+
+def test_too_deep_payload_fails_closed() -> None:
+    node: dict = {"v": "x"}
+    for _ in range(200):
+        node = {"c": node}
+    decision = run_hook(make_guard("secrets", ["tool_result"]), "tool_result", node)
+    assert isinstance(decision, Deny) and decision.code == "secrets_unscannable"
