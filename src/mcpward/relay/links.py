@@ -72,6 +72,7 @@ class UpstreamLink:
         self.init_result: dict[str, Any] | None = None
         self.initialized_sent = False
         self.modern_committed = False  # a dual-era server refuses initialize after server/discover
+        self.prepare_lock = asyncio.Lock()
         self.last_failure = UpstreamFailure.NOT_CONNECTED
 
     @property

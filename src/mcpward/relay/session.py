@@ -23,7 +23,10 @@ from mcpward.pipeline.executor import Outcome
 from mcpward.pipeline.phases import Phase
 from mcpward.pipeline.services import UpstreamSnapshot
 from mcpward.protocol import errors, jsonrpc, methods
+from mcpward.protocol.errors import UpstreamFailure
 from mcpward.protocol.eras import (
+    LATEST_HANDSHAKE,
+    MODERN_VERSIONS,
     META_CLIENT_CAPABILITIES,
     META_PROTOCOL_VERSION,
     Era,
@@ -33,7 +36,7 @@ from mcpward.protocol.eras import (
 from mcpward.protocol.jsonrpc import Frame, FrameKind, Message, RequestId
 from mcpward.relay import replies
 from mcpward.relay.links import UpstreamError, UpstreamLink
-from mcpward.relay.merge import merge_discover, merge_initialize
+from mcpward.relay.merge import GATEWAY_INFO, merge_discover, merge_initialize
 from mcpward.relay.naming import CursorError
 
 if TYPE_CHECKING:
@@ -197,6 +200,9 @@ class Session:
             except Exception:  # noqa: BLE001 - a gateway bug fails closed with -32012
                 reply = replies.internal(request_id, method)
             if reply is not None:
+                result = reply.get("result")
+                if isinstance(result, dict) and "resultType" not in result and _is_modern(message):
+                    result["resultType"] = "complete"  # e.g. from a bridged handshake-only upstream
                 await self._send(reply, request_id)
         except asyncio.CancelledError:
             pass  # the client cancelled: no answer is sent (the upstream was told)
@@ -348,6 +354,8 @@ class Session:
         timeout: float | None = None,
     ) -> Message:
         await link.ensure_started()
+        if self.era is Era.MODERN and link.init_result is None:
+            await self._prepare_modern(link)
         token = None
         meta = params.get("_meta") if params else None
         if isinstance(meta, dict) and "progressToken" in meta:
@@ -416,27 +424,27 @@ class Session:
         request_id = message["id"]
         params = message.get("params") or {}
         era = self._note_era(params)
-        outcomes = await asyncio.gather(
-            *(self._discover_link(link, params) for link in self.links.values()),
-            return_exceptions=True,
-        )
-        pairs = list(zip(self.links.values(), outcomes, strict=True))
         if not self.ns.enabled:
-            outcome = pairs[0][1]
-            if isinstance(outcome, UpstreamError):
-                return replies.upstream_unavailable(request_id, outcome)
-            if isinstance(outcome, BaseException):
-                raise outcome
+            # One upstream: transparent. A handshake-only server's error reaches the client, which
+            # then falls back to initialize (and keeps sampling, elicitation and roots).
+            link = next(iter(self.links.values()))
+            try:
+                outcome = await self._discover_link(link, params)
+            except UpstreamError as exc:
+                return replies.upstream_unavailable(request_id, exc)
             if "result" in outcome:
                 self._spawn(self._refresh_all())
             return {**outcome, "id": request_id}
+        outcomes = await asyncio.gather(
+            *(self._discover_or_bridge(link, params) for link in self.links.values()),
+            return_exceptions=True,
+        )
         good = []
-        for link, outcome in pairs:
-            if isinstance(outcome, dict) and "result" in outcome:
-                good.append((link.id, outcome["result"]))
-            elif isinstance(outcome, dict) and "error" in outcome:
-                # One handshake-only upstream: the client must fall back to initialize.
-                return {**outcome, "id": request_id}
+        for link, outcome in zip(self.links.values(), outcomes, strict=True):
+            if isinstance(outcome, dict):
+                good.append((link.id, outcome))
+            else:
+                log.warning("upstream %s did not answer server/discover: %s", link.id, _describe(outcome))
         if not good:
             return jsonrpc.error(
                 request_id, errors.UPSTREAM_UNAVAILABLE, "no upstream answered server/discover",
@@ -454,6 +462,46 @@ class Session:
         if isinstance(reply.get("result"), dict):
             link.init_result = reply["result"]
         return reply
+
+    async def _discover_or_bridge(self, link: UpstreamLink, params: dict[str, Any]) -> dict[str, Any]:
+        """A DiscoverResult for this upstream: its own, or one bridged from a handshake."""
+        reply = await self._discover_link(link, params)
+        if isinstance(reply.get("result"), dict):
+            return reply["result"]
+        return await self._bridge(link)
+
+    async def _bridge(self, link: UpstreamLink) -> dict[str, Any]:
+        """Open a handshake-only upstream for a 2026-07-28 client: the gateway does the handshake.
+
+        The upstream is told of no client capabilities, so it sends no server->client requests
+        (they have no 2026-07-28 form to be translated into). Results get `resultType` on the way out.
+        """
+        if link.modern_committed and link.init_result is not None:
+            await link.reconnect()
+        init = {"protocolVersion": LATEST_HANDSHAKE, "capabilities": {}, "clientInfo": dict(GATEWAY_INFO)}
+        reply = await link.request_raw(methods.INITIALIZE, init, self.g.settings.connect_timeout_s)
+        result = reply.get("result")
+        if not isinstance(result, dict):
+            raise UpstreamError(link.id, UpstreamFailure.NOT_CONNECTED, "initialize refused")
+        link.init_params, link.init_result = init, result
+        link.modern_committed = False
+        link.initialized_sent = True
+        await link.notify(methods.INITIALIZED, None)
+        bridged: dict[str, Any] = {
+            "supportedVersions": list(MODERN_VERSIONS),
+            "capabilities": result.get("capabilities") or {},
+        }
+        if isinstance(result.get("instructions"), str):
+            bridged["instructions"] = result["instructions"]
+        return bridged
+
+    async def _prepare_modern(self, link: UpstreamLink) -> None:
+        """Before a 2026-07-28 request reaches an upstream nobody has opened yet (no discover)."""
+        async with link.prepare_lock:
+            if link.init_result is not None:
+                return
+            meta = {META_PROTOCOL_VERSION: self.modern_version, META_CLIENT_CAPABILITIES: {}}
+            await self._discover_or_bridge(link, {"_meta": meta})
 
     async def _ping(self, message: Message) -> Message:
         era = self._note_era(message.get("params") or {})
@@ -917,6 +965,11 @@ def _with_warnings(result: dict[str, Any], warnings: list[str], method: str) -> 
     if method == methods.TOOLS_CALL and isinstance(result.get("content"), list):
         result["content"] = [*result["content"], {"type": "text", "text": text}]
     return result
+
+
+def _is_modern(message: Message) -> bool:
+    params = message.get("params")
+    return isinstance(params, dict) and message_era(params) is Era.MODERN
 
 
 def _describe(outcome: object) -> str:
