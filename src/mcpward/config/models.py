@@ -7,7 +7,9 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, field_validator, model_validator
 
+from mcpward.evidence.settings import EvidenceSettings
 from mcpward.pipeline.spec import GuardSpec, Mode
+from mcpward.transport.http_front.config import HttpFront
 
 UPSTREAM_ID = r"^[A-Za-z0-9][A-Za-z0-9_-]{0,62}$"
 
@@ -87,7 +89,7 @@ class StdioFront(Strict):
     kind: Literal["stdio"] = "stdio"
 
 
-Front = StdioFront
+Front = Annotated[StdioFront | HttpFront, Field(discriminator="kind")]
 
 
 class GatewaySettings(Strict):
@@ -102,6 +104,13 @@ class GatewaySettings(Strict):
     )
     connect_timeout_s: float = Field(default=30.0, gt=0, le=600)
     mode: Mode = Field(default=Mode.ENFORCE, description="enforce | shadow (record, do not block).")
+    relist_interval_s: float = Field(
+        default=300.0,
+        ge=0,
+        le=86400,
+        description="The gateway re-reads every upstream's lists this often (0 = only on "
+        "connect and list_changed); catches servers that change without notifying.",
+    )
 
 
 class LogSettings(Strict):
@@ -123,6 +132,7 @@ class GatewayConfig(Strict):
         default=None, description="Where pins, keys and the ledger live (default: XDG state dir)."
     )
     logging: LogSettings = Field(default_factory=LogSettings)
+    evidence: EvidenceSettings = Field(default_factory=EvidenceSettings)
 
     @field_validator("upstreams")
     @classmethod

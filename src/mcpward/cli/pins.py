@@ -1,0 +1,528 @@
+"""`mcpward pins ...`, `mcpward holds`, `mcpward diff` and `mcpward snapshot`: review contract pins.
+
+Thin wiring over `contracts.review`, `contracts.snapshot_file` and the SQLite pin store.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.text import Text
+
+from mcpward.config import ConfigError, load_config
+from mcpward.config.models import GatewayConfig
+from mcpward.contracts.extract import contract_hash
+from mcpward.contracts.holds import Commands
+from mcpward.contracts.model import ItemKind
+from mcpward.contracts.postures import Posture, PostureTable
+from mcpward.contracts.render import (
+    hold_diff_view,
+    holds_table,
+    pins_table,
+    snapshot_diff_json,
+    snapshot_diff_view,
+)
+from mcpward.contracts.review import ReviewError, accept, diff_holds, revoke
+from mcpward.contracts.sanitize import sanitize_text
+from mcpward.contracts.snapshot_file import (
+    Snapshot,
+    SnapshotError,
+    diff_snapshots,
+    read_snapshot,
+    write_snapshot,
+)
+from mcpward.contracts.store import PinStoreError, hold_to_json, pin_from_json, pin_to_json
+from mcpward.guards.rug_pull import marker_scan
+from mcpward.store.paths import resolve_state_dir
+from mcpward.store.pins_sqlite import DB_NAME, SqlitePinStore
+
+out = Console(highlight=False)
+err = Console(stderr=True, highlight=False)
+
+StateDir = Annotated[
+    Path | None,
+    typer.Option(
+        "--state-dir", help="The gateway's state directory (default: as the gateway finds it)."
+    ),
+]
+ConfigFile = Annotated[
+    Path | None,
+    typer.Option("--config", "-c", help="Take the state directory from this gateway config."),
+]
+KindOpt = Annotated[
+    str, typer.Option("--kind", "-k", help="tool | prompt | resource | resource_template | server")
+]
+JsonOut = Annotated[bool, typer.Option("--json", help="Machine-readable output.")]
+Upstream = Annotated[str, typer.Argument(help="The upstream id.")]
+EXPORT_FORMAT = "mcpward-pins/1"
+
+
+def _fail(message: str, code: int = 1) -> typer.Exit:
+    err.print(Text(message, style="red"))
+    return typer.Exit(code)
+
+
+def _state_dir(state_dir: Path | None, config: Path | None) -> Path:
+    if state_dir is not None:
+        return state_dir
+    if config is not None:
+        try:
+            loaded = load_config(config)
+        except ConfigError as exc:
+            raise _fail(str(exc)) from None
+        return resolve_state_dir(loaded.config.state_dir)
+    return resolve_state_dir(None)
+
+
+def _open(
+    state_dir: Path | None, config: Path | None, *, must_exist: bool = True
+) -> SqlitePinStore:
+    directory = _state_dir(state_dir, config)
+    if must_exist and not (directory / DB_NAME).exists():
+        raise _fail(f"no pin store in {directory} (has the gateway run with the rug_pull guard?)")
+    try:
+        return SqlitePinStore(directory)
+    except PinStoreError as exc:
+        raise _fail(str(exc)) from None
+
+
+def _kind(value: str) -> ItemKind:
+    try:
+        return ItemKind(value)
+    except ValueError:
+        raise _fail(
+            f"unknown --kind {value!r}; use one of: {', '.join(k.value for k in ItemKind)}", 2
+        ) from None
+
+
+def _commands(store: SqlitePinStore) -> Commands:
+    return Commands(("--state-dir", str(store.path.parent)))
+
+
+def _print_json(value: Any) -> None:
+    typer.echo(json.dumps(value, indent=2, ensure_ascii=False, default=str))
+
+
+def register(app: typer.Typer) -> None:
+    pins = typer.Typer(help="Review, accept and revoke contract pins.", no_args_is_help=True)
+    app.add_typer(pins, name="pins")
+
+    @pins.command("list")
+    def list_(
+        upstream: Annotated[str | None, typer.Argument(help="Only this upstream.")] = None,
+        state_dir: StateDir = None,
+        config: ConfigFile = None,
+        as_json: JsonOut = False,
+    ) -> None:
+        """Pinned upstreams with their pin and hold counts."""
+        store = _open(state_dir, config)
+        rows = []
+        for up in [upstream] if upstream else store.upstreams():
+            loaded = store.load(up)
+            rows.append(
+                {
+                    "upstream": up,
+                    "pins": len(loaded.pins),
+                    "holds": len(loaded.holds),
+                    "tampered": loaded.tampered,
+                }
+            )
+        if as_json:
+            _print_json(rows)
+            return
+        if not rows:
+            out.print(f"no pins yet in {store.location()}")
+        for row in rows:
+            name = sanitize_text(row["upstream"], 64)
+            line = Text(f"{name}: {row['pins']} pin(s), {row['holds']} hold(s)")
+            if row["tampered"]:
+                line.append(f"  TAMPERED: {sanitize_text(row['tampered'], 200)}", style="bold red")
+            out.print(line)
+
+    @pins.command("show")
+    def show(
+        upstream: Upstream,
+        name: Annotated[str | None, typer.Argument(help="One item's pinned contract.")] = None,
+        kind: KindOpt = "tool",
+        state_dir: StateDir = None,
+        config: ConfigFile = None,
+        as_json: JsonOut = False,
+    ) -> None:
+        """An upstream's pins (and whether they verify), or one pinned contract."""
+        store = _open(state_dir, config)
+        loaded = store.load(upstream)
+        if name is not None:
+            pin = loaded.pins.get((_kind(kind), name))
+            if pin is None:
+                raise _fail(f"upstream {upstream!r} has no pin for {kind} {name!r}")
+            if as_json:
+                _print_json(pin_to_json(pin))
+            else:
+                label = f"{pin.kind.value} {sanitize_text(pin.name, 80)}"
+                out.print(Text(f"{label}  {pin.hash}  ({pin.source})"))
+                # contract text is attacker-controlled: print as JSON, never interpreted as markup
+                out.print(Text(json.dumps(pin.contract, indent=2, ensure_ascii=True)))
+            return
+        if as_json:
+            _print_json(
+                {
+                    "upstream": upstream,
+                    "baselined": sorted(k.value for k in loaded.kinds),
+                    "tampered": loaded.tampered,
+                    "pins": [pin_to_json(p) for p in loaded.pins.values()],
+                    "holds": [hold_to_json(h) for h in loaded.holds.values()],
+                }
+            )
+            return
+        if loaded.tampered:
+            out.print(Text(f"TAMPERED: {sanitize_text(loaded.tampered, 400)}", style="bold red"))
+            reset = _commands(store).reset(upstream)
+            out.print(Text(f"reset (forget, re-pin on next sight): {reset}"))
+        if not loaded.known:
+            out.print(f"upstream {upstream!r} has no baseline yet")
+        out.print(pins_table(list(loaded.pins.values())))
+        if loaded.holds:
+            out.print(holds_table(list(loaded.holds.values())))
+
+    @pins.command("diff")
+    def diff(
+        upstream: Upstream,
+        name: Annotated[str | None, typer.Argument(help="One held item (default: all).")] = None,
+        kind: KindOpt = "tool",
+        state_dir: StateDir = None,
+        config: ConfigFile = None,
+        as_json: JsonOut = False,
+    ) -> None:
+        """What changed in held contracts, against their pins."""
+        store = _open(state_dir, config)
+        try:
+            diffs = diff_holds(store, upstream, name, _kind(kind))
+        except ReviewError as exc:
+            raise _fail(str(exc)) from None
+        if not diffs:
+            raise _fail(
+                f"nothing held on upstream {upstream!r}" + (f" for {kind} {name!r}" if name else "")
+            )
+        if as_json:
+            _print_json(
+                [
+                    {
+                        "hold": hold_to_json(d.hold),
+                        "changes": [c.to_json(with_values=True) for c in d.changes],
+                    }
+                    for d in diffs
+                ]
+            )
+            return
+        for d in diffs:
+            out.print(hold_diff_view(d, _commands(store)))
+
+    @pins.command("accept")
+    def accept_(
+        upstream: Upstream,
+        name: Annotated[str | None, typer.Argument(help="The held item to accept.")] = None,
+        kind: KindOpt = "tool",
+        hash_: Annotated[
+            str | None,
+            typer.Option("--hash", help="Accept only if the held contract has this hash."),
+        ] = None,
+        every: Annotated[
+            bool, typer.Option("--all", help="Accept every hold of the upstream.")
+        ] = False,
+        state_dir: StateDir = None,
+        config: ConfigFile = None,
+    ) -> None:
+        """Re-pin held contracts after review; the next call proceeds."""
+        store = _open(state_dir, config)
+        try:
+            accepted = accept(
+                store, upstream, name=name, kind=_kind(kind), hash_=hash_, every=every
+            )
+        except ReviewError as exc:
+            raise _fail(str(exc)) from None
+        for hold in accepted:
+            what = "removal of" if hold.new_contract is None else "new contract of"
+            out.print(Text(f"accepted {what} {hold.kind.value} {sanitize_text(hold.name, 80)}"))
+
+    @pins.command("revoke")
+    def revoke_(
+        upstream: Upstream,
+        name: Annotated[str | None, typer.Argument(help="The item to forget.")] = None,
+        kind: KindOpt = "tool",
+        every: Annotated[
+            bool,
+            typer.Option("--all", help="Forget the whole upstream (re-pinned on first sight)."),
+        ] = False,
+        state_dir: StateDir = None,
+        config: ConfigFile = None,
+    ) -> None:
+        """Forget pins: the next listing pins them again (trust on first use)."""
+        store = _open(state_dir, config)
+        try:
+            count = revoke(store, upstream, name=name, kind=_kind(kind), every=every)
+        except ReviewError as exc:
+            raise _fail(str(exc)) from None
+        out.print(f"forgot {count} pin(s) of upstream {upstream!r}")
+
+    @pins.command("export")
+    def export(
+        upstream: Annotated[
+            list[str] | None, typer.Argument(help="Upstreams to export (default: all).")
+        ] = None,
+        output: Annotated[
+            Path | None, typer.Option("--output", "-o", help="File to write (default: stdout).")
+        ] = None,
+        state_dir: StateDir = None,
+        config: ConfigFile = None,
+    ) -> None:
+        """Write verified pins as JSON (to share a reviewed baseline)."""
+        store = _open(state_dir, config)
+        data: dict[str, Any] = {
+            "format": EXPORT_FORMAT,
+            "exported_at": time.time(),
+            "upstreams": {},
+        }
+        for up in upstream or store.upstreams():
+            loaded = store.load(up)
+            if loaded.tampered:
+                raise _fail(
+                    f"upstream {up!r} fails verification ({loaded.tampered}); not exporting it"
+                )
+            data["upstreams"][up] = [pin_to_json(p) for p in loaded.pins.values()]
+        text = json.dumps(data, indent=2, ensure_ascii=False)
+        if output is None:
+            typer.echo(text)
+        else:
+            output.write_text(text + "\n", encoding="utf-8")
+            out.print(f"wrote {sum(len(v) for v in data['upstreams'].values())} pin(s) to {output}")
+
+    @pins.command("import")
+    def import_(
+        file: Annotated[Path, typer.Argument(help="A file written by `mcpward pins export`.")],
+        replace: Annotated[
+            bool, typer.Option("--replace", help="Forget each upstream's pins first.")
+        ] = False,
+        state_dir: StateDir = None,
+        config: ConfigFile = None,
+    ) -> None:
+        """Pin contracts from an export; every contract must match its hash."""
+        store = _open(state_dir, config, must_exist=False)
+        try:
+            data = json.loads(file.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise _fail(f"{file}: cannot read an export: {exc}") from None
+        if not isinstance(data, dict) or data.get("format") != EXPORT_FORMAT:
+            raise _fail(f"{file}: not a {EXPORT_FORMAT} export")
+        total = 0
+        for up, rows in dict(data.get("upstreams") or {}).items():
+            try:
+                pins_ = [pin_from_json({**row, "upstream": up, "source": "import"}) for row in rows]
+            except (KeyError, ValueError, TypeError) as exc:
+                raise _fail(f"{file}: upstream {up!r}: malformed pin ({exc})") from None
+            for pin in pins_:
+                if contract_hash(pin.contract) != pin.hash:
+                    raise _fail(
+                        f"{file}: {pin.kind.value} {pin.name!r} of {up!r} does not match its hash"
+                    )
+            if replace:
+                store.forget(up)
+            store.write(up, put=pins_, baseline_kinds={p.kind for p in pins_} | {ItemKind.TOOL})
+            total += len(pins_)
+        out.print(f"imported {total} pin(s)")
+
+    @app.command("holds")
+    def holds(
+        upstream: Annotated[str | None, typer.Argument(help="Only this upstream.")] = None,
+        state_dir: StateDir = None,
+        config: ConfigFile = None,
+        as_json: JsonOut = False,
+    ) -> None:
+        """What is held right now and why (readable while the gateway runs)."""
+        directory = _state_dir(state_dir, config)
+        if not (directory / DB_NAME).exists():
+            if as_json:
+                _print_json([])
+            else:
+                out.print(f"nothing is held (no pin store in {directory} yet)")
+            return
+        store = _open(directory, None)
+        current = store.holds(upstream)
+        if as_json:
+            _print_json([hold_to_json(h) for h in current])
+            return
+        if not current:
+            out.print("nothing is held")
+            return
+        out.print(holds_table(current))
+        commands = _commands(store)
+        for hold in current:
+            out.print(Text(f"  review: {commands.review(hold)}\n  accept: {commands.accept(hold)}"))
+
+    @app.command("diff")
+    def diff_files(
+        old: Annotated[
+            Path,
+            typer.Argument(help='The earlier list: a JSON-RPC response or {"tools": [...]}.'),
+        ],
+        new: Annotated[Path, typer.Argument(help="The later list.")],
+        posture: Annotated[
+            Posture, typer.Option("--posture", "-p", help="monitor | guard | strict")
+        ] = Posture.GUARD,
+        new_tools: Annotated[
+            str | None, typer.Option("--new-tools", help="tofu | review (default: the posture's)")
+        ] = None,
+        as_json: JsonOut = False,
+    ) -> None:
+        """Classify the drift between two saved lists. Exit 0: no drift that holds; 1: the
+        posture would hold; 2: an input is unusable."""
+        if new_tools not in (None, "tofu", "review"):
+            raise _fail("--new-tools must be tofu or review", 2)
+        try:
+            result = diff_snapshots(
+                read_snapshot(old),
+                read_snapshot(new),
+                PostureTable(posture, None, new_tools),
+                marker_scan(),
+            )
+        except SnapshotError as exc:
+            raise _fail(str(exc), 2) from None
+        if as_json:
+            _print_json(snapshot_diff_json(result, posture.value))
+        else:
+            out.print(snapshot_diff_view(result))
+        if result.verdict.holds:
+            raise typer.Exit(1)
+
+    @app.command("snapshot")
+    def snapshot(
+        config: Annotated[
+            Path, typer.Option("--config", "-c", help="The gateway config naming the upstream.")
+        ],
+        server: Annotated[str, typer.Option("--server", "-s", help="The upstream id.")],
+        output: Annotated[
+            Path | None, typer.Option("--output", "-o", help="File to write (default: stdout).")
+        ] = None,
+        timeout: Annotated[
+            float, typer.Option("--timeout", help="Seconds for the whole read.")
+        ] = 30.0,
+    ) -> None:
+        """Connect to one upstream directly (not through the gateway) and save its lists."""
+        try:
+            loaded = load_config(config)
+        except ConfigError as exc:
+            raise _fail(str(exc), 2) from None
+        try:
+            snap = asyncio.run(asyncio.wait_for(fetch_snapshot(loaded.config, server), timeout))
+        except (SnapshotError, TimeoutError) as exc:
+            raise _fail(f"snapshot of {server!r} failed: {exc or 'timed out'}", 2) from None
+        if output is None:
+            sys.stdout.write(
+                json.dumps(snap.to_json(), indent=2, ensure_ascii=False, sort_keys=True) + "\n"
+            )
+        else:
+            write_snapshot(output, snap)
+            counts = ", ".join(f"{len(v)} {k}" for k, v in snap.lists.items())
+            out.print(f"wrote {output}: {counts}")
+
+
+# -- reading an upstream's lists directly ------------------------------------------------------
+
+_LISTS = (
+    ("tools/list", "tools", "tools"),
+    ("prompts/list", "prompts", "prompts"),
+    ("resources/list", "resources", "resources"),
+    ("resources/templates/list", "resources", "resourceTemplates"),
+)
+_MAX_PAGES = 100
+
+
+async def fetch_snapshot(config: GatewayConfig, upstream_id: str) -> Snapshot:
+    """Read every list of one upstream over a fresh connection (the gateway's own connector, so
+    env, secrets and the egress filter apply exactly as when the gateway runs)."""
+    from mcpward.transport.connectors import make_connection
+    from mcpward.transport.upstream import UpstreamUnavailable
+
+    spec = next((u for u in config.upstreams if u.id == upstream_id), None)
+    if spec is None:
+        known = ", ".join(u.id for u in config.upstreams)
+        raise SnapshotError(f"no upstream {upstream_id!r} in the config (known: {known})")
+    conn = make_connection(spec, config.gateway)
+    ids = iter(range(1, 1_000_000))
+
+    async def request(method: str, params: dict[str, Any]) -> dict[str, Any] | None:
+        request_id = next(ids)
+        await conn.send({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params})
+        while True:
+            message = await conn.receive()
+            if "method" in message and "id" in message:
+                # a server->client request (roots, sampling): we offer none of those
+                await conn.send(
+                    {
+                        "jsonrpc": "2.0",
+                        "id": message["id"],
+                        "error": {"code": -32601, "message": "not supported"},
+                    }
+                )
+                continue
+            if message.get("id") != request_id:
+                continue
+            if "error" in message:
+                return None
+            result = message.get("result")
+            return result if isinstance(result, dict) else None
+
+    try:
+        await conn.start()
+        init = await request(
+            "initialize",
+            {
+                "protocolVersion": "2025-11-25",
+                "capabilities": {},
+                "clientInfo": {"name": "mcpward-snapshot", "version": "1"},
+            },
+        )
+        if init is None:
+            raise SnapshotError("the upstream refused initialize")
+        await conn.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        raw_caps = init.get("capabilities")
+        caps: dict[str, Any] = raw_caps if isinstance(raw_caps, dict) else {}
+        snap = Snapshot(f"upstream {upstream_id}")
+        snap.instructions = (
+            init.get("instructions") if isinstance(init.get("instructions"), str) else None
+        )
+        snap.has_instructions = True
+        snap.server = {
+            "serverInfo": init.get("serverInfo"),
+            "protocolVersion": init.get("protocolVersion"),
+        }
+        for method, capability, key in _LISTS:
+            if capability not in caps:
+                continue
+            items: list[dict[str, Any]] = []
+            cursor: str | None = None
+            for _ in range(_MAX_PAGES):
+                result = await request(method, {"cursor": cursor} if cursor else {})
+                if result is None:
+                    break
+                page = result.get(key)
+                items += [i for i in page if isinstance(i, dict)] if isinstance(page, list) else []
+                cursor = (
+                    result.get("nextCursor") if isinstance(result.get("nextCursor"), str) else None
+                )
+                if not cursor:
+                    break
+            snap.lists[key] = items
+        if "tools" not in snap.lists:
+            snap.lists["tools"] = []
+        return snap
+    except UpstreamUnavailable as exc:
+        raise SnapshotError(f"upstream unavailable: {exc}") from None
+    finally:
+        await conn.close()

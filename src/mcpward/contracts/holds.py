@@ -1,0 +1,151 @@
+"""What a HOLD tells people: the JSON-RPC error data, the one-line message, the log banner.
+
+Every attacker-controlled string passes through `sanitize_text`; commands are shell-quoted.
+"""
+
+from __future__ import annotations
+
+import shlex
+from dataclasses import dataclass
+from typing import Any
+
+from mcpward.contracts.model import INSTRUCTIONS, WHOLE_UPSTREAM, HoldRecord, ItemKind
+from mcpward.contracts.sanitize import is_plain_name, sanitize_text
+
+MAX_CHANGES_IN_DATA = 20
+
+
+@dataclass(frozen=True, slots=True)
+class Commands:
+    """How the CLI reaches the same pin store: extra arguments such as `--state-dir DIR`."""
+
+    store_args: tuple[str, ...] = ()
+
+    def _line(self, *parts: str) -> str:
+        return shlex.join(["mcpward", *parts, *self.store_args])
+
+    def _target(self, hold: HoldRecord) -> list[str]:
+        parts = [hold.upstream]
+        if hold.name != WHOLE_UPSTREAM and is_plain_name(hold.name):
+            parts.append(hold.name)
+        if hold.kind not in (ItemKind.TOOL, ItemKind.SERVER):
+            parts += ["--kind", hold.kind.value]
+        return parts
+
+    def show(self, upstream: str) -> str:
+        return self._line("pins", "show", upstream)
+
+    def reset(self, upstream: str) -> str:
+        """Forget an upstream's pins; its next listing is pinned afresh."""
+        return self._line("pins", "revoke", upstream, "--all")
+
+    def review(self, hold: HoldRecord) -> str:
+        if hold.reason == "tampered":
+            return self.show(hold.upstream)
+        if hold.kind is ItemKind.SERVER:
+            return self._line("pins", "diff", hold.upstream, "--kind", "server")
+        return self._line("pins", "diff", *self._target(hold))
+
+    def accept(self, hold: HoldRecord) -> str:
+        if hold.reason == "tampered":
+            return self.reset(hold.upstream)  # an untrusted baseline cannot be accepted
+        if hold.kind is ItemKind.SERVER:
+            return self._line(
+                "pins",
+                "accept",
+                hold.upstream,
+                "--kind",
+                "server",
+                "--hash",
+                hold.new_hash or "gone",
+            )
+        return self._line("pins", "accept", *self._target(hold), "--hash", hold.new_hash or "gone")
+
+
+def hold_code(hold: HoldRecord) -> str:
+    """The guard code of a HOLD (closed vocabulary)."""
+    if hold.reason == "tampered":
+        return "pin_store_tampered"
+    if hold.reason == "new":
+        return "new_item_review"
+    if hold.reason == "removed":
+        return "item_removed"
+    if hold.kind is ItemKind.SERVER and hold.name == INSTRUCTIONS:
+        return "instructions_changed"
+    return "contract_drift"
+
+
+def _what(hold: HoldRecord) -> str:
+    if hold.kind is ItemKind.SERVER:
+        return "the pin store" if hold.name == WHOLE_UPSTREAM else "the server instructions"
+    label = hold.kind.value.replace("_", " ")
+    return f"{label} '{sanitize_text(hold.name, 80)}'"
+
+
+def _summary(hold: HoldRecord, limit: int = 4) -> str:
+    parts = []
+    for change in hold.changes[:limit]:
+        detail = change.get("detail") or ""
+        kind = change.get("kind", "")
+        parts.append(f"{kind} ({sanitize_text(detail, 60)})" if detail else str(kind))
+    more = len(hold.changes) - limit
+    if more > 0:
+        parts.append(f"+{more} more")
+    return ", ".join(parts) or ", ".join(hold.change_kinds)
+
+
+def hold_message(hold: HoldRecord, commands: Commands) -> str:
+    """The JSON-RPC error message: one sanitised line a person can act on."""
+    upstream = sanitize_text(hold.upstream, 64)
+    if hold.reason == "tampered":
+        return (
+            f"mcpward held this call: the pins of upstream '{upstream}' fail verification "
+            f"(the pin store was changed outside mcpward). Inspect: {commands.review(hold)}"
+        )
+    if hold.reason == "new":
+        lead = f"{_what(hold)} of upstream '{upstream}': new since the baseline, awaiting review"
+    elif hold.reason == "removed":
+        lead = f"{_what(hold)} of upstream '{upstream}': no longer listed"
+    else:
+        lead = f"{_what(hold)} of upstream '{upstream}' changed against its pin: {_summary(hold)}"
+    return f"mcpward held this call: {lead}. Review: {commands.review(hold)}"
+
+
+def hold_details(hold: HoldRecord, commands: Commands) -> dict[str, Any]:
+    """The structured part of JSON-RPC -32010 `data` (the relay adds upstream and tool)."""
+    changes = [
+        {
+            k: (sanitize_text(v, 200) if isinstance(v, str) else v)
+            for k, v in c.items()
+            if k in ("kind", "path", "detail")
+        }
+        for c in hold.changes[:MAX_CHANGES_IN_DATA]
+    ]
+    details: dict[str, Any] = {
+        "code": hold_code(hold),
+        "item_kind": hold.kind.value,
+        "item": sanitize_text(hold.name, 128),
+        "old_hash": hold.old_hash,
+        "new_hash": hold.new_hash,
+        "change_kinds": list(hold.change_kinds),
+        "changes": changes,
+        "posture": hold.posture,
+        "verdict": hold.verdict.value,
+        "review": commands.review(hold),
+        "accept": commands.accept(hold),
+    }
+    if len(hold.changes) > MAX_CHANGES_IN_DATA:
+        details["changes_truncated"] = len(hold.changes) - MAX_CHANGES_IN_DATA
+    if hold.reason == "tampered":
+        details["problem"] = sanitize_text(hold.extra.get("problem", ""), 300)
+    return details
+
+
+def hold_banner(hold: HoldRecord, commands: Commands) -> str:
+    """The log line when a hold is first recorded (names, kinds and commands; never bodies)."""
+    enforced = "held" if hold.enforced else "observed (monitor: not enforced)"
+    return (
+        f"mcpward: {enforced}: {_what(hold)} of upstream '{sanitize_text(hold.upstream, 64)}' "
+        f"[{hold.verdict.value}, posture {hold.posture}]: {_summary(hold, 6)}. "
+        f"Review: {commands.review(hold)}  Accept: {commands.accept(hold)}"
+    )
