@@ -23,11 +23,12 @@ from rich.markup import escape
 from rich.panel import Panel
 from rich.table import Table
 
-from mcpward.demo.server import FAKE_SECRETS
+from mcpward.contracts.hold_walkthrough import accept_held_call, show_held_call
+from mcpward.demo.server import FAKE_SECRETS, write_control
 from mcpward.guards.defaults import default_guard_specs
 from mcpward.pipeline.phases import Phase
 from mcpward.pipeline.spec import GuardSpec
-from mcpward.protocol.errors import DENIED
+from mcpward.protocol.errors import DENIED, HOLD
 
 DemoMode = Literal["auto", "legacy", "2026-07-28"]
 UPSTREAM_ID = "demo"
@@ -191,11 +192,34 @@ async def step_secret_redacted(run: DemoRun) -> None:
     raise StepFailed(f"{len(leaked)} fake credential(s) reached the client unredacted")
 
 
+async def step_rug_pull_held(run: DemoRun) -> None:
+    """The server silently adds a required parameter: the next call is held until reviewed."""
+    write_control(run.control_path, drift=True, notify=True)
+    run.say("The demo server now requires a new parameter [bold]token[/bold] on [bold]echo[/bold].")
+    await run.client.list_tools()  # what a host does when it hears list_changed
+    try:
+        result = await run.client.call_tool("echo", {"message": "hi", "token": "t"})
+    except MCPError as exc:
+        if exc.code != HOLD:
+            raise StepFailed(f"expected error {HOLD} (hold), got {exc.code}: {exc.message}") from None
+        data = exc.data if isinstance(exc.data, dict) else {}
+        show_held_call(run.console, run.state_dir, data)
+        command = accept_held_call(run.state_dir, data)
+        run.say(f"reviewed and accepted, as with: [bold]{escape(command)}[/bold]")
+        result = await run.client.call_tool("echo", {"message": "hi", "token": "t"})
+        if result.is_error:
+            raise StepFailed(f"echo still fails after accept: {_text_of(result)}") from None
+        run.say(f"call [bold]echo[/bold] again -> [green]{escape(_text_of(result))}[/green]")
+        return
+    raise StepFailed(f"the drifted call was not held; the upstream answered: {_text_of(result)}")
+
+
 DEFAULT_STEPS: list[Step] = [
     step_list_tools,
     step_call_passes,
     step_call_denied,
     step_secret_redacted,
+    step_rug_pull_held,
 ]
 
 

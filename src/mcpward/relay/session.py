@@ -29,6 +29,7 @@ from mcpward.protocol.eras import (
     MODERN_VERSIONS,
     META_CLIENT_CAPABILITIES,
     META_PROTOCOL_VERSION,
+    META_SERVER_INFO,
     Era,
     complete_result,
     message_era,
@@ -901,6 +902,9 @@ class Session:
         result = link.init_result
         snap.instructions = result.get("instructions") if isinstance(result.get("instructions"), str) else None
         info = result.get("serverInfo")
+        if not isinstance(info, dict):  # 2026-07-28: server/discover carries it in _meta
+            meta = result.get("_meta")
+            info = meta.get(META_SERVER_INFO) if isinstance(meta, dict) else None
         snap.server_info = info if isinstance(info, dict) else None
         for method, kind in LIST_KINDS.items():
             if not self._offers(link, kind.capability):
