@@ -11,7 +11,13 @@ import typer
 
 COMMAND_MODULES = [
     "mcpward.cli.config_cmd",
+    "mcpward.cli.guard",
+    "mcpward.cli.ledger",
     "mcpward.cli.run",
+    "mcpward.cli.pins",
+    "mcpward.cli.demo",
+    "mcpward.cli.scan",
+    "mcpward.cli.token_cmd",
 ]
 
 app = typer.Typer(

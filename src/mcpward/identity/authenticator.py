@@ -1,0 +1,117 @@
+"""Turns an HTTP `Authorization` header into a Principal (identity + recorded consent ceiling),
+or an AuthFailure that says what `WWW-Authenticate` challenge to answer with.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from mcpward.identity.consent import CEILING_CLAIM, ConsentCeiling
+from mcpward.identity.models import OAuthSettings, StaticToken
+from mcpward.identity.oauth import JwtVerifier, TokenRejected
+from mcpward.identity.tokens import StaticTokenTable
+from mcpward.pipeline.context import Identity
+
+# RFC 6750 b64token
+_BEARER = re.compile(r"^[Bb][Ee][Aa][Rr][Ee][Rr] +([A-Za-z0-9\-._~+/]+=*) *$")
+AUTH_CLAIM = "mcpward.auth"
+
+
+@dataclass(frozen=True, slots=True)
+class Principal:
+    """An authenticated client. `binding` is what a session is bound to (never the token)."""
+
+    identity: Identity
+    ceiling: ConsentCeiling
+    binding: str
+
+
+class AuthFailure(Exception):
+    """Why a request is refused: 401 (no or bad credential) or 403 (insufficient scope)."""
+
+    def __init__(
+        self, status: int, description: str, error: str | None = None, scope: str | None = None
+    ) -> None:
+        super().__init__(description)
+        self.status = status
+        self.description = description
+        self.error = error
+        self.scope = scope
+
+    def challenge(self, resource_metadata_url: str | None) -> str:
+        """The `WWW-Authenticate` header value (RFC 6750 section 3, RFC 9728 section 5.1)."""
+        params = ['realm="mcpward"']
+        if self.error:
+            params.append(f'error="{self.error}"')
+            params.append(f'error_description="{self.description}"')
+        if self.scope:
+            params.append(f'scope="{self.scope}"')
+        if resource_metadata_url:
+            params.append(f'resource_metadata="{resource_metadata_url}"')
+        return "Bearer " + ", ".join(params)
+
+
+class NoCredentialConfigured(ValueError):
+    """The HTTP front would be open to anyone: refuse to start."""
+
+
+class Authenticator:
+    """Static tokens are tried first (constant-time), then JWT verification if OAuth is on."""
+
+    def __init__(self, tokens: Sequence[StaticToken], oauth: OAuthSettings | None = None) -> None:
+        if not tokens and oauth is None:
+            raise NoCredentialConfigured(
+                "the HTTP front needs at least one client credential: add front.tokens "
+                "(see `mcpward token new`) or front.oauth, or pass --token-file"
+            )
+        self._table = StaticTokenTable(tokens)
+        self._jwt = JwtVerifier(oauth) if oauth is not None else None
+        self.oauth = oauth
+
+    async def start(self) -> None:
+        """Load the JWKS now, so a gateway whose keys cannot be read does not start."""
+        if self._jwt is not None:
+            await self._jwt.source.load()
+
+    async def authenticate(self, authorization: str | None) -> Principal:
+        if not authorization:
+            raise AuthFailure(401, "authentication required")
+        match = _BEARER.match(authorization)
+        if match is None:
+            raise AuthFailure(401, "expected a Bearer token", error="invalid_request")
+        token = match.group(1)
+        entry = self._table.match(token)
+        if entry is not None:
+            return Principal(
+                identity=Identity(
+                    sub=entry.client_id,
+                    client_id=entry.client_id,
+                    roles=tuple(entry.roles),
+                    claims={CEILING_CLAIM: entry.consent_ceiling.value, AUTH_CLAIM: "token"},
+                ),
+                ceiling=entry.consent_ceiling,
+                binding=f"token:{entry.client_id}",
+            )
+        if self._jwt is None:
+            raise AuthFailure(401, "invalid token", error="invalid_token")
+        try:
+            verified = await self._jwt.verify(token)
+        except TokenRejected as exc:
+            scope = " ".join(self._jwt.settings.required_scopes) if exc.status == 403 else None
+            raise AuthFailure(exc.status, str(exc), error=exc.error, scope=scope) from None
+        return Principal(
+            identity=Identity(
+                sub=verified.sub,
+                client_id=verified.client_id,
+                roles=verified.roles,
+                claims={
+                    CEILING_CLAIM: verified.ceiling.value,
+                    AUTH_CLAIM: "oauth",
+                    "iss": verified.issuer,
+                },
+            ),
+            ceiling=verified.ceiling,
+            binding=f"oauth:{verified.issuer}|{verified.sub}|{verified.client_id or ''}",
+        )

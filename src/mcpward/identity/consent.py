@@ -1,0 +1,84 @@
+"""Consent ceilings: how far a client may go (read_only < no_destructive < full), as recorded for
+it, and how a session may narrow, never widen, that record.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from enum import StrEnum
+from typing import Any
+
+from mcpward.pipeline.context import Identity
+
+# Identity.claims key under which the authenticator records the client's ceiling. The key is set by
+# mcpward itself after authentication; a JWT claim of the same name is never copied through.
+CEILING_CLAIM = "mcpward.consent_ceiling"
+
+# Where a client asks for a narrower ceiling for its session: `initialize` params, or the _meta of
+# any request (2026-07-28). It can only lower the ceiling recorded for its credential.
+CEILING_META_KEY = "dev.mcpward/consentCeiling"
+CEILING_PARAM = "consentCeiling"
+
+
+class ConsentCeiling(StrEnum):
+    READ_ONLY = "read_only"
+    NO_DESTRUCTIVE = "no_destructive"
+    FULL = "full"
+
+    @property
+    def rank(self) -> int:
+        return _RANK[self]
+
+    def permits(self, needed: ConsentCeiling) -> bool:
+        return needed.rank <= self.rank
+
+    def narrowed_to(self, requested: ConsentCeiling | None) -> ConsentCeiling:
+        """The session's ceiling: the lower of the recorded one and what the client asks for."""
+        if requested is None or requested.rank >= self.rank:
+            return self
+        return requested
+
+
+_RANK = {ConsentCeiling.READ_ONLY: 0, ConsentCeiling.NO_DESTRUCTIVE: 1, ConsentCeiling.FULL: 2}
+
+
+def parse_ceiling(value: object) -> ConsentCeiling | None:
+    """A ceiling named by a client or a token claim; None if absent or not one of the three."""
+    if isinstance(value, str):
+        try:
+            return ConsentCeiling(value)
+        except ValueError:
+            return None
+    return None
+
+
+def ceiling_of(identity: Identity | None) -> ConsentCeiling | None:
+    """The ceiling recorded for an authenticated identity, or None when none was recorded."""
+    if identity is None:
+        return None
+    return parse_ceiling(identity.claims.get(CEILING_CLAIM))
+
+
+def requested_ceiling(params: Any) -> tuple[bool, ConsentCeiling | None]:
+    """(valid, ceiling) a client asks for in request params; (True, None) when it asks for none."""
+    if not isinstance(params, dict):
+        return True, None
+    meta = params.get("_meta")
+    raw = meta.get(CEILING_META_KEY) if isinstance(meta, dict) else None
+    if raw is None:
+        raw = params.get(CEILING_PARAM)
+    if raw is None:
+        return True, None
+    ceiling = parse_ceiling(raw)
+    return ceiling is not None, ceiling
+
+
+def session_identity(
+    identity: Identity, recorded: ConsentCeiling, requested: ConsentCeiling | None
+) -> Identity:
+    """The identity a session runs as: the recorded ceiling, narrowed (never widened)."""
+    ceiling = recorded.narrowed_to(requested)
+    if ceiling is recorded and ceiling_of(identity) is recorded:
+        return identity
+    claims = {**identity.claims, CEILING_CLAIM: ceiling.value}
+    return dataclasses.replace(identity, claims=claims)

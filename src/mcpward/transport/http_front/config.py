@@ -1,0 +1,101 @@
+"""The `front: {kind: http}` configuration and the start-up refusals of the default-closed posture
+(no credential; a non-loopback bind without, or an acknowledgement without, the other decision).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from mcpward.identity.models import OAuthSettings, StaticToken
+
+DEFAULT_PORT = 8931
+DEFAULT_BODY_CAP = 4 * 1024 * 1024
+
+
+class HttpFrontRefused(ValueError):
+    """A front configuration the gateway refuses to start with; the message says what to change."""
+
+
+class HttpFront(BaseModel):
+    """Clients reach the gateway over Streamable HTTP."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    kind: Literal["http"] = "http"
+    host: str = Field(
+        default="127.0.0.1",
+        description="Bind address. Anything but loopback also needs allow_non_loopback: true.",
+    )
+    port: int = Field(default=DEFAULT_PORT, ge=0, le=65535)
+    path: str = Field(default="/mcp", pattern=r"^/[A-Za-z0-9._~/-]*$")
+    allow_non_loopback: bool = Field(
+        default=False,
+        description="The explicit acknowledgement that the gateway may listen beyond this host.",
+    )
+    tokens: list[StaticToken] = Field(
+        default_factory=list, description="Per-client bearer tokens (stored as SHA-256 hashes)."
+    )
+    oauth: OAuthSettings | None = Field(default=None, description="OAuth 2.1 resource server.")
+    allowed_hosts: list[str] = Field(
+        default_factory=list,
+        description="Extra Host header values accepted (host or host:port; host:* for any port). "
+        "Loopback names with the bound port are always accepted on a loopback bind.",
+    )
+    allowed_origins: list[str] = Field(
+        default_factory=list,
+        description="Extra Origin values accepted from browsers (scheme://host[:port]).",
+    )
+    public_url: str | None = Field(
+        default=None,
+        pattern=r"^https?://",
+        description="The URL clients use for the MCP endpoint (RFC 9728 `resource`); "
+        "default: http://<host>:<port><path>.",
+    )
+    max_body_bytes: int = Field(default=DEFAULT_BODY_CAP, ge=1024, le=256 * 1024 * 1024)
+    max_sessions: int = Field(default=10_000, ge=1, le=1_000_000)
+    session_idle_timeout_s: float = Field(default=1800.0, gt=0, le=86400)
+
+    @model_validator(mode="after")
+    def _posture(self) -> HttpFront:
+        check_posture(self)
+        return self
+
+
+def is_loopback_host(host: str) -> bool:
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def check_posture(front: HttpFront) -> None:
+    """Raise HttpFrontRefused unless the front is closed by default as the issue requires."""
+    if not front.tokens and front.oauth is None:
+        raise HttpFrontRefused(
+            "the HTTP front refuses to start without a client credential: add front.tokens "
+            "(make one with `mcpward token new --client-id NAME`) or front.oauth "
+            "(quick form: --token-file FILE)"
+        )
+    loopback = is_loopback_host(front.host)
+    if not loopback and not front.allow_non_loopback:
+        raise HttpFrontRefused(
+            f"front.host {front.host!r} is not a loopback address, and the acknowledgement is "
+            "missing: also set front.allow_non_loopback: true (quick form: --allow-non-loopback) "
+            "to let the gateway listen beyond this host"
+        )
+    if loopback and front.allow_non_loopback:
+        raise HttpFrontRefused(
+            "front.allow_non_loopback is set but the non-loopback address is missing: "
+            f"front.host is {front.host!r}; set a non-loopback front.host, or remove "
+            "allow_non_loopback"
+        )
+    if not loopback and not front.allowed_hosts:
+        raise HttpFrontRefused(
+            f"front.host {front.host!r} is not loopback: list the host names clients use in "
+            "front.allowed_hosts (Host headers are checked on every request)"
+        )

@@ -1,0 +1,293 @@
+"""Handshake-era HTTP sessions: ids we mint and bind to the authenticated client, each with its
+own relay session. Requests are answered on their own SSE stream (priming event, then related
+messages, then the answer); the rest goes to the GET stream; every event can be replayed with
+`Last-Event-ID`. Closing a stream is not cancellation in this era.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import logging
+import secrets
+import time
+from collections import OrderedDict
+from typing import TYPE_CHECKING, Any
+
+from mcpward.pipeline.context import Identity
+from mcpward.protocol import errors, jsonrpc, methods
+from mcpward.protocol.eras import HANDSHAKE_VERSIONS
+from mcpward.protocol.jsonrpc import Frame, FrameKind, Message, RequestId
+from mcpward.transport.http_front.responses import (
+    SSE_HEADERS,
+    Receive,
+    Send,
+    send_json,
+    send_status,
+)
+from mcpward.transport.http_front.sse import encode_event
+
+if TYPE_CHECKING:
+    from mcpward.relay.gateway import Gateway
+    from mcpward.relay.session import Session
+
+log = logging.getLogger("mcpward.http")
+
+RETRY_MS = 1000
+PING_INTERVAL_S = 15.0
+MAX_EVENTS = 1000
+GET_STREAM = "get"
+PING = b": ping\n\n"
+PRIMING_FROM = "2025-11-25"  # older clients cannot parse an event with empty data
+
+Event = tuple[str, bytes | None, bool]  # (event id, data or None for priming, final)
+DROPPED: Event = ("", None, True)  # put on a stream's queue when its client disconnects
+
+
+def stream_key(request_id: RequestId) -> str:
+    return f"r:{type(request_id).__name__}:{request_id}"
+
+
+class EventLog:
+    """The session's recent events by id, for replay after a dropped stream."""
+
+    def __init__(self, max_events: int = MAX_EVENTS) -> None:
+        self._max = max_events
+        self._events: OrderedDict[str, tuple[str, bytes | None, bool]] = OrderedDict()
+        self._ids = itertools.count(1)
+
+    def append(self, stream: str, data: bytes | None, final: bool) -> str:
+        event_id = str(next(self._ids))
+        self._events[event_id] = (stream, data, final)
+        while len(self._events) > self._max:
+            self._events.popitem(last=False)
+        return event_id
+
+    def after(self, event_id: str) -> tuple[str, list[Event]] | None:
+        """The stream `event_id` belongs to, and that stream's later events."""
+        entry = self._events.get(event_id)
+        if entry is None:
+            return None
+        stream = entry[0]
+        later: list[Event] = []
+        seen = False
+        for eid, (sid, data, final) in self._events.items():
+            if eid == event_id:
+                seen = True
+            elif seen and sid == stream and data is not None:
+                later.append((eid, data, final))
+        return stream, later
+
+
+class LegacySession:
+    """One client session; it is the relay session's Downstream."""
+
+    def __init__(self, session_id: str, binding: str, identity: Identity) -> None:
+        self.id = session_id
+        self.binding = binding
+        self.identity = identity
+        self.relay: Session | None = None
+        self.log = EventLog()
+        self.live: dict[str, asyncio.Queue[Event | None]] = {}
+        self.pending: set[str] = set()  # request streams whose answer has not been sent yet
+        self.last_used = time.monotonic()
+        self.closed = False
+        self.init_failed = False
+        self.init_key: str | None = None
+
+    # ---- relay -> client ----------------------------------------------------------------------
+
+    async def send(self, message: Message, related_request_id: RequestId | None) -> None:
+        final = "method" not in message
+        if final and message.get("id") is not None:
+            key = stream_key(message["id"])
+            self.pending.discard(key)
+            if "error" in message and key == self.init_key:
+                self.init_failed = True
+        elif not final and related_request_id is not None:
+            key = stream_key(related_request_id)
+            if key not in self.pending:
+                key = GET_STREAM  # its request is answered: the message can only go standalone
+        else:
+            key = GET_STREAM
+        data = jsonrpc.dumps(message)
+        event_id = self.log.append(key, data, final)
+        queue = self.live.get(key)
+        if queue is not None:
+            queue.put_nowait((event_id, data, final))
+
+    # ---- client -> relay ----------------------------------------------------------------------
+
+    async def post_request(
+        self, message: Message, version: str, receive: Receive, send: Send
+    ) -> None:
+        assert self.relay is not None
+        key = stream_key(message["id"])
+        if key in self.pending:
+            body = jsonrpc.error(
+                message["id"], errors.INVALID_REQUEST, "request id is already in use"
+            )
+            await send_json(send, 400, body)
+            return
+        self.pending.add(key)
+        queue: asyncio.Queue[Event | None] = asyncio.Queue()
+        self.live[key] = queue
+        self.last_used = time.monotonic()
+        try:
+            await self.relay.handle(Frame(FrameKind.REQUEST, message))
+            await self._stream(key, queue, version >= PRIMING_FROM, receive, send)
+        finally:
+            if self.live.get(key) is queue:
+                del self.live[key]
+            self.last_used = time.monotonic()
+
+    async def post_other(self, frame: Frame) -> None:
+        assert self.relay is not None
+        self.last_used = time.monotonic()
+        await self.relay.handle(frame)
+
+    async def get(self, last_event_id: str | None, receive: Receive, send: Send) -> None:
+        """The standalone stream, or the resumption of a dropped stream after `last_event_id`."""
+        key = GET_STREAM
+        backlog: list[Event] = []
+        if last_event_id is not None:
+            found = self.log.after(last_event_id)
+            if found is None:
+                await send_status(send, 404, b"Not Found: unknown event id")
+                return
+            key, backlog = found
+        if key in self.live:
+            await send_status(send, 409, b"Conflict: this stream is already open")
+            return
+        queue: asyncio.Queue[Event | None] = asyncio.Queue()
+        for event in backlog:
+            queue.put_nowait(event)
+        if key != GET_STREAM and key not in self.pending and not any(e[2] for e in backlog):
+            queue.put_nowait(None)  # nothing more will come on that stream
+        self.live[key] = queue
+        try:
+            await self._stream(key, queue, True, receive, send)
+        finally:
+            if self.live.get(key) is queue:
+                del self.live[key]
+
+    # ---- writers ------------------------------------------------------------------------------
+
+    async def _stream(
+        self,
+        key: str,
+        queue: asyncio.Queue[Event | None],
+        priming: bool,
+        receive: Receive,
+        send: Send,
+    ) -> None:
+        headers = list(SSE_HEADERS)
+        headers.append((b"mcp-session-id", self.id.encode("ascii")))
+        await send({"type": "http.response.start", "status": 200, "headers": headers})
+        if priming:
+            event_id = self.log.append(key, None, False)
+            head = f"id: {event_id}\nretry: {RETRY_MS}\ndata: \n\n".encode()
+            await send({"type": "http.response.body", "body": head, "more_body": True})
+        watcher = asyncio.ensure_future(_watch_disconnect(receive, queue))
+        try:
+            while True:
+                try:
+                    async with asyncio.timeout(PING_INTERVAL_S):
+                        event = await queue.get()
+                except TimeoutError:
+                    await send({"type": "http.response.body", "body": PING, "more_body": True})
+                    continue
+                if event is None:
+                    break
+                if event is DROPPED:
+                    return  # a dropped stream; its events stay in the log for resumption
+                event_id, data, final = event
+                assert data is not None
+                body = encode_event(data, event_id)
+                await send({"type": "http.response.body", "body": body, "more_body": not final})
+                if final:
+                    return
+            await send({"type": "http.response.body", "body": b"", "more_body": False})
+        except OSError:
+            return
+        finally:
+            watcher.cancel()
+
+    def end_streams(self) -> None:
+        self.closed = True
+        for queue in self.live.values():
+            queue.put_nowait(None)
+
+
+async def _watch_disconnect(receive: Receive, queue: asyncio.Queue[Event | None]) -> None:
+    while (await receive())["type"] != "http.disconnect":
+        pass
+    queue.put_nowait(DROPPED)
+
+
+def unsupported_version(version: str | None) -> bool:
+    return version is not None and version not in HANDSHAKE_VERSIONS
+
+
+class LegacySessions:
+    """The live handshake-era sessions, by the ids we minted; idle ones are closed."""
+
+    def __init__(self, gateway: Gateway, max_sessions: int, idle_timeout_s: float) -> None:
+        self.gateway = gateway
+        self.max_sessions = max_sessions
+        self.idle_timeout_s = idle_timeout_s
+        self._sessions: dict[str, LegacySession] = {}
+        self._reaper: asyncio.Task[None] | None = None
+
+    def __len__(self) -> int:
+        return len(self._sessions)
+
+    def get(self, session_id: str) -> LegacySession | None:
+        session = self._sessions.get(session_id)
+        if session is not None:
+            session.last_used = time.monotonic()
+        return session
+
+    async def create(self, binding: str, identity: Identity) -> LegacySession | None:
+        """A new session, or None when the limit is reached."""
+        if self._reaper is None:
+            self._reaper = asyncio.create_task(self._reap_forever())
+        if len(self._sessions) >= self.max_sessions:
+            await self._reap()
+            if len(self._sessions) >= self.max_sessions:
+                return None
+        session = LegacySession(secrets.token_urlsafe(24), binding, identity)
+        session.relay = await self.gateway.open_session(session, identity, session.id)
+        self._sessions[session.id] = session
+        return session
+
+    async def discard(self, session: LegacySession) -> None:
+        if self._sessions.get(session.id) is session:
+            del self._sessions[session.id]
+        session.end_streams()
+        if session.relay is not None:
+            with contextlib.suppress(Exception):
+                await self.gateway.close_session(session.relay)
+
+    async def _reap(self) -> None:
+        cutoff = time.monotonic() - self.idle_timeout_s
+        for session in list(self._sessions.values()):
+            if session.last_used < cutoff and not session.live and not session.pending:
+                log.info("HTTP session %s… idle; closed", session.id[:8])
+                await self.discard(session)
+
+    async def _reap_forever(self) -> None:
+        while True:
+            await asyncio.sleep(min(60.0, self.idle_timeout_s))
+            await self._reap()
+
+    async def close_all(self) -> None:
+        if self._reaper is not None:
+            self._reaper.cancel()
+        for session in list(self._sessions.values()):
+            await self.discard(session)
+
+
+def is_initialize(body: Any) -> bool:
+    return isinstance(body, dict) and body.get("method") == methods.INITIALIZE and "id" in body

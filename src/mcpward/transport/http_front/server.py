@@ -1,0 +1,171 @@
+"""Runs the HTTP front on uvicorn: `serve_http(gateway, front)` until cancelled, and the options
+of the quick form (`mcpward run --http ADDR --token-file FILE [--allow-non-loopback] -- CMD`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import signal
+import socket
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+
+import uvicorn
+
+from mcpward.identity.authenticator import Authenticator
+from mcpward.identity.consent import ConsentCeiling
+from mcpward.identity.models import StaticToken
+from mcpward.identity.oauth import JwksUnavailable
+from mcpward.identity.tokens import hash_token
+from mcpward.relay.gateway import Gateway
+from mcpward.transport.http_front.app import HttpFrontApp
+from mcpward.transport.http_front.config import HttpFront, HttpFrontRefused, check_posture
+
+log = logging.getLogger("mcpward.http")
+
+QUICK_CLIENT_ID = "token-file"
+
+
+class _Server(uvicorn.Server):
+    """uvicorn without its own signal handling: the gateway's runner owns shutdown."""
+
+    def capture_signals(self) -> contextlib.AbstractContextManager[None]:  # type: ignore[override]
+        return contextlib.nullcontext()
+
+
+def _bind(front: HttpFront) -> socket.socket:
+    family = socket.AF_INET6 if ":" in front.host else socket.AF_INET
+    # IPPROTO_TCP explicitly: asyncio only sets TCP_NODELAY on accepted sockets whose protocol is
+    # TCP, and without it every response pays Nagle plus the client's delayed ACK (~40 ms).
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    try:
+        sock.bind((front.host, front.port))
+    except OSError as exc:
+        sock.close()
+        raise HttpFrontRefused(
+            f"cannot listen on {front.host}:{front.port}: {exc.strerror or exc}"
+        ) from None
+    sock.listen(2048)
+    sock.setblocking(False)
+    return sock
+
+
+@contextlib.asynccontextmanager
+async def running_front(gateway: Gateway, front: HttpFront) -> AsyncIterator[str]:
+    """Serve in the background while the block runs; yields the MCP endpoint URL."""
+    check_posture(front)
+    authenticator = Authenticator(front.tokens, front.oauth)
+    try:
+        await authenticator.start()
+    except JwksUnavailable as exc:
+        raise HttpFrontRefused(f"front.oauth: the JWKS cannot be read: {exc}") from None
+    sock = _bind(front)
+    port = sock.getsockname()[1]
+    app = HttpFrontApp(gateway, front, authenticator, port)
+    config = uvicorn.Config(
+        app,
+        lifespan="off",
+        log_level="warning",
+        access_log=False,
+        timeout_graceful_shutdown=2,
+        server_header=False,
+    )
+    server = _Server(config)
+    task = asyncio.create_task(server.serve(sockets=[sock]))
+    while not server.started:
+        if task.done():
+            task.result()
+            raise HttpFrontRefused("the HTTP front stopped while starting")
+        await asyncio.sleep(0.01)
+    host = f"[{front.host}]" if ":" in front.host else front.host
+    url = f"http://{host}:{port}{front.path}"
+    log.info("HTTP front listening on %s", url)
+    try:
+        yield url
+    finally:
+        server.should_exit = True
+        await app.close()
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(task, 5)
+        sock.close()
+
+
+async def serve_http(
+    gateway: Gateway,
+    front: HttpFront,
+    on_ready: Callable[[str], None] | None = None,
+    stop: asyncio.Event | None = None,
+) -> None:
+    """Serve until `stop` is set, or (without one) until SIGTERM, SIGINT or SIGHUP."""
+    if stop is None:
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+            with contextlib.suppress(NotImplementedError, RuntimeError):
+                loop.add_signal_handler(sig, stop.set)
+    async with running_front(gateway, front) as url:
+        if on_ready is not None:
+            on_ready(url)
+        await stop.wait()
+        log.info("HTTP front shutting down")
+
+
+def parse_http_address(text: str) -> tuple[str, int]:
+    """`127.0.0.1:8080`, `[::1]:8080`, `localhost:8080` or a bare port."""
+    text = text.strip()
+    if text.isdigit():
+        return "127.0.0.1", int(text)
+    if text.startswith("["):
+        host, sep, port = text[1:].partition("]:")
+    else:
+        host, sep, port = text.rpartition(":")
+    if not sep or not host or not port.isdigit() or not 0 <= int(port) <= 65535:
+        raise HttpFrontRefused(f"--http takes HOST:PORT (e.g. 127.0.0.1:8080), got {text!r}")
+    return host, int(port)
+
+
+def quick_front(http: str, token_file: Path | None, allow_non_loopback: bool) -> HttpFront:
+    """The front of `mcpward run --http ADDR --token-file FILE -- CMD`: one client, full ceiling.
+
+    The token file holds the bearer token itself (one line); only its hash is kept in memory.
+    """
+    if token_file is None:
+        raise HttpFrontRefused(
+            "--http refuses to start without a client credential: add --token-file FILE "
+            "(a file holding the bearer token clients must present)"
+        )
+    try:
+        token = token_file.read_text(encoding="utf-8").strip()
+    except OSError as exc:
+        raise HttpFrontRefused(f"--token-file {token_file}: {exc.strerror or exc}") from None
+    if len(token) < 16:
+        raise HttpFrontRefused(f"--token-file {token_file}: a token has at least 16 characters")
+    host, port = parse_http_address(http)
+    entry = StaticToken(
+        client_id=QUICK_CLIENT_ID,
+        token_sha256=hash_token(token),
+        consent_ceiling=ConsentCeiling.FULL,
+    )
+    try:
+        return HttpFront(
+            host=host,
+            port=port,
+            tokens=[entry],
+            allow_non_loopback=allow_non_loopback,
+            allowed_hosts=[f"{host}:{port}"] if allow_non_loopback else [],
+        )
+    except ValueError as exc:
+        raise HttpFrontRefused(_first_error(exc)) from None
+
+
+def _first_error(exc: ValueError) -> str:
+    errors = getattr(exc, "errors", None)
+    if callable(errors):
+        for err in errors():
+            message = str(err.get("msg", ""))
+            return message.removeprefix("Value error, ")
+    return str(exc)
