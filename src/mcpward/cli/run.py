@@ -1,4 +1,7 @@
-"""`mcpward run`: the gateway, from a config file or wrapping one stdio server (the quick form)."""
+"""`mcpward run`: the gateway, from a config file or wrapping one stdio server (the quick form).
+
+stdio unless told otherwise; `--http` serves Streamable HTTP and refuses to start without a token.
+"""
 
 from __future__ import annotations
 
@@ -10,14 +13,11 @@ from pathlib import Path
 from typing import Any
 
 import typer
-import uvloop
 
 from mcpward.cli.logs import configure_logging
 from mcpward.config import ConfigError, load_config, parse_config
 from mcpward.config.loader import LoadedConfig
 from mcpward.pipeline.context import Identity
-from mcpward.relay.gateway import Gateway, GatewayStartError
-from mcpward.transport.stdio_front import serve_stdio
 
 
 def quick_config(
@@ -33,8 +33,14 @@ def quick_config(
         literal[key] = value
     data: dict[str, Any] = {
         "upstreams": [
-            {"id": name[:63], "kind": "stdio", "command": command[0], "args": command[1:],
-             "pass_env": pass_env, "env": literal}
+            {
+                "id": name[:63],
+                "kind": "stdio",
+                "command": command[0],
+                "args": command[1:],
+                "pass_env": pass_env,
+                "env": literal,
+            }
         ]
     }
     if shadow:
@@ -52,11 +58,27 @@ def local_identity() -> Identity:
 
 
 async def run_gateway(loaded: LoadedConfig) -> None:
+    from mcpward.relay.gateway import Gateway
+    from mcpward.transport.http_front.config import HttpFront
+
     gateway = await Gateway.start(loaded)
     try:
-        await serve_stdio(gateway, local_identity())
+        front = loaded.config.front
+        if isinstance(front, HttpFront):
+            from mcpward.transport.http_front.server import serve_http
+
+            await serve_http(gateway, front)
+        else:
+            from mcpward.transport.stdio_front import serve_stdio
+
+            await serve_stdio(gateway, local_identity())
     finally:
         await gateway.close()
+
+
+def _fail(message: str) -> typer.Exit:
+    typer.echo(f"mcpward run: {message}", err=True)
+    return typer.Exit(2)
 
 
 def register(app: typer.Typer) -> None:
@@ -72,25 +94,48 @@ def register(app: typer.Typer) -> None:
             [], "--pass-env", help="Quick form: pass this environment variable to the server."
         ),
         env: list[str] = typer.Option([], "--env", help="Quick form: set NAME=VALUE for the server."),
+        http: str | None = typer.Option(
+            None, "--http", help="Quick form: serve Streamable HTTP on HOST:PORT (needs --token-file)."
+        ),
+        token_file: Path | None = typer.Option(
+            None, "--token-file", help="Quick form: file holding the bearer token clients must send."
+        ),
+        allow_non_loopback: bool = typer.Option(
+            False, "--allow-non-loopback", help="Quick form: acknowledge a non-loopback --http address."
+        ),
         shadow: bool = typer.Option(False, "--shadow", help="Record what would be denied; block nothing."),
         log_level: str = typer.Option("info", "--log-level", help="debug, info, warning, error."),
         log_file: Path | None = typer.Option(None, "--log-file", help="Log here instead of stderr."),
     ) -> None:
-        """Run the gateway on stdio: `mcpward run --config FILE` or `mcpward run -- COMMAND ARGS…`."""
+        """Run the gateway: `mcpward run --config FILE` or `mcpward run -- COMMAND ARGS…`."""
+        import uvloop
+
+        from mcpward.relay.gateway import GatewayStartError
+        from mcpward.transport.http_front.config import HttpFrontRefused
+
         if (config is None) == (not command):
-            typer.echo(
-                "mcpward run: give either --config FILE or `-- COMMAND [ARGS…]` (not both)", err=True
-            )
-            raise typer.Exit(2)
+            raise _fail("give either --config FILE or `-- COMMAND [ARGS…]` (not both)")
+        if config is not None and (http or token_file or allow_non_loopback):
+            raise _fail("--http, --token-file and --allow-non-loopback belong to the quick form; "
+                        "put the front in the config file instead")
+        if http is None and (token_file is not None or allow_non_loopback):
+            raise _fail("--token-file and --allow-non-loopback need --http HOST:PORT")
         try:
             if config is not None:
                 loaded = load_config(config)
             else:
                 data = quick_config(list(command), upstream_id, pass_env, env, shadow)
+                if http is not None:
+                    from mcpward.transport.http_front.server import quick_front
+
+                    front = quick_front(http, token_file, allow_non_loopback)
+                    data["front"] = front.model_dump(mode="json")
                 loaded = parse_config(data, "mcpward run -- " + " ".join(command))
         except ConfigError as exc:
             typer.echo(str(exc), err=True)
             raise typer.Exit(2) from None
+        except HttpFrontRefused as exc:
+            raise _fail(str(exc)) from None
         settings = loaded.config.logging
         configure_logging(
             log_level if log_level != "info" else settings.level, log_file or settings.file
@@ -98,9 +143,8 @@ def register(app: typer.Typer) -> None:
         try:
             # uvloop roughly halves the per-frame cost of the event loop on the hot path.
             uvloop.run(run_gateway(loaded))
-        except GatewayStartError as exc:
-            typer.echo(f"mcpward run: {exc}", err=True)
-            raise typer.Exit(2) from None
+        except (GatewayStartError, HttpFrontRefused) as exc:
+            raise _fail(str(exc)) from None
         except KeyboardInterrupt:
             pass
         sys.exit(0)
