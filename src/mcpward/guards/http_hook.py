@@ -19,6 +19,7 @@ from jsonschema import Draft202012Validator
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from mcpward.config.models import SecretRef
+from mcpward.config.secrets import SecretUnavailable, resolve_secret
 from mcpward.guards.wasm.decode import (
     DecisionFormatError,
     decode_deny,
@@ -33,7 +34,6 @@ from mcpward.pipeline.services import GatewayServices
 from mcpward.pipeline.spec import GuardSpec
 from mcpward.pipeline.subject import Subject
 from mcpward.protocol.jsonrpc import dumps, loads
-from mcpward.transport.upstream_http import SecretUnavailable, resolve_secret
 
 log = logging.getLogger("mcpward.guards.http_hook")
 
@@ -208,23 +208,21 @@ class HttpHookGuard(Guard):
         self._secret = resolve_secret(options.secret).encode()
         self._client: httpx.AsyncClient | None = None
 
-    def _make_client(self) -> httpx.AsyncClient:
-        """THE place the hook's connections are made: through the gateway's egress filter.
+    def _make_client(self, services: GatewayServices) -> httpx.AsyncClient:
+        """THE place the hook's connections are made: the gateway's egress-filtered client.
 
         A loopback URL (the usual local policy service) is allowed by its own address; anything
         else must resolve to public addresses unless allow_private names it.
         """
-        from mcpward.transport.egress import EgressPolicy, egress_client
-
         host = urlsplit(self.options.url).hostname or ""
         allow = list(self.options.allow_private)
         if _loopback_host(host):
             allow += ["127.0.0.0/8", "::1/128"] if host == "localhost" else [host.strip("[]")]
-        timeout = self.spec.timeout_ms / 1000.0
-        return egress_client(EgressPolicy.from_allow_list(allow), timeout=timeout)
+        client: httpx.AsyncClient = services.http_client(allow, self.spec.timeout_ms / 1000.0)
+        return client
 
     async def attach(self, services: GatewayServices) -> None:
-        self._client = self._make_client()
+        self._client = self._make_client(services)
 
     async def close(self) -> None:
         if self._client is not None:
@@ -249,8 +247,8 @@ class HttpHookGuard(Guard):
 
     async def _ask(self, body: bytes) -> Any:
         client = self._client
-        if client is None:
-            client = self._client = self._make_client()
+        if client is None:  # never attached: fail by this guard's failure mode
+            raise RuntimeError("http_hook guard used before the gateway attached it")
         timestamp = str(int(time.time()))
         headers = {
             "Content-Type": "application/json",

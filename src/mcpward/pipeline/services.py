@@ -26,6 +26,16 @@ class UpstreamSnapshot:
 
 
 SnapshotListener = Callable[[UpstreamSnapshot], Awaitable[None]]
+# (allowed private addresses/CIDRs, timeout in seconds) -> an httpx.AsyncClient whose every
+# connection passes the gateway's egress filter. Guards never open sockets any other way.
+HttpClientFactory = Callable[[Sequence[str], float], Any]
+
+
+def egress_http_client(allow_private: Sequence[str], timeout: float) -> Any:
+    """The default factory: the egress-filtered client of `mcpward.transport.egress`."""
+    from mcpward.transport.egress import EgressPolicy, egress_client
+
+    return egress_client(EgressPolicy.from_allow_list(allow_private), timeout=timeout)
 
 
 class CatalogView(Protocol):
@@ -47,3 +57,4 @@ class GatewayServices:
     state_dir: Path
     catalog: CatalogView
     upstream_identities: Mapping[str, str] = field(default_factory=dict)  # id -> identity digest
+    http_client: HttpClientFactory = egress_http_client

@@ -9,7 +9,6 @@ import asyncio
 import contextlib
 import functools
 import logging
-import os
 from collections.abc import Mapping
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
@@ -22,7 +21,8 @@ from mcp.shared.inbound import (
     x_mcp_header_map,
 )
 
-from mcpward.config.models import HttpUpstream, SecretRef
+from mcpward.config.models import HttpUpstream
+from mcpward.config.secrets import SecretUnavailable, resolve_secret
 from mcpward.protocol import errors, jsonrpc, methods
 from mcpward.protocol.canonical import canonical_sha256
 from mcpward.protocol.eras import META_PROTOCOL_VERSION, MODERN_VERSIONS
@@ -54,25 +54,6 @@ GET_STREAM_MAX_FAILURES = 5
 MAX_RETRY_S = 30.0
 DELETE_TIMEOUT_S = 2.0
 DRAIN_S = 5.0
-
-
-class SecretUnavailable(Exception):
-    """A configured secret reference that cannot be read."""
-
-
-def resolve_secret(ref: SecretRef) -> str:
-    """The value a SecretRef names: an environment variable, or a file (trailing newline cut)."""
-    if ref.env is not None:
-        value = os.environ.get(ref.env)
-        if value is None:
-            raise SecretUnavailable(f"environment variable {ref.env} is not set")
-    else:
-        assert ref.file is not None
-        try:
-            value = ref.file.read_text(encoding="utf-8").rstrip("\r\n")
-        except OSError as exc:
-            raise SecretUnavailable(f"cannot read {ref.file}: {exc.strerror or exc}") from None
-    return ref.prefix + value
 
 
 def endpoint_identity(url: str) -> str:
