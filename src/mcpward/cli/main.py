@@ -1,39 +1,65 @@
 """The `mcpward` entry point: builds the typer app from the command modules.
 
-Each command module exposes `register(app)`; add new ones to COMMAND_MODULES.
+Each command module exposes `register(app)`. Only the module of the command being run is
+imported, so `mcpward run` starts fast (an MCP host waits for it); `--help` imports them all.
 """
 
 from __future__ import annotations
 
 import importlib
+import sys
 
 import typer
 
-COMMAND_MODULES = [
-    "mcpward.cli.config_cmd",
-    "mcpward.cli.guard",
-    "mcpward.cli.ledger",
-    "mcpward.cli.run",
-    "mcpward.cli.pins",
-    "mcpward.cli.demo",
-    "mcpward.cli.scan",
-    "mcpward.cli.token_cmd",
-]
+# top-level command name -> the module that registers it
+COMMANDS = {
+    "config": "mcpward.cli.config_cmd",
+    "run": "mcpward.cli.run",
+    "demo": "mcpward.cli.demo",
+    "guard": "mcpward.cli.guard",
+    "ledger": "mcpward.cli.ledger",
+    "stats": "mcpward.cli.ledger",
+    "schema": "mcpward.cli.ledger",
+    "pins": "mcpward.cli.pins",
+    "holds": "mcpward.cli.pins",
+    "diff": "mcpward.cli.pins",
+    "snapshot": "mcpward.cli.pins",
+    "scan": "mcpward.cli.scan",
+    "redact": "mcpward.cli.scan",
+    "eval": "mcpward.cli.scan",
+    "token": "mcpward.cli.token_cmd",
+}
+COMMAND_MODULES = sorted(set(COMMANDS.values()))
 
-app = typer.Typer(
-    name="mcpward",
-    help="mcpward: a security gateway for the Model Context Protocol.",
-    no_args_is_help=True,
-    add_completion=False,
-    pretty_exceptions_enable=False,
-)
 
-for _module in COMMAND_MODULES:
-    importlib.import_module(_module).register(app)
+def build_app(argv: list[str]) -> typer.Typer:
+    app = typer.Typer(
+        name="mcpward",
+        help="mcpward: a security gateway for the Model Context Protocol.",
+        no_args_is_help=True,
+        add_completion=False,
+        pretty_exceptions_enable=False,
+    )
+
+    @app.callback()
+    def _root() -> None:
+        """mcpward: a security gateway for the Model Context Protocol."""
+
+    wanted = COMMANDS.get(argv[0]) if argv else None
+    for module in [wanted] if wanted else COMMAND_MODULES:
+        importlib.import_module(module).register(app)
+    return app
+
+
+def __getattr__(name: str) -> typer.Typer:
+    """`from mcpward.cli.main import app`: the full app with every command (tests, docs)."""
+    if name == "app":
+        return build_app([])
+    raise AttributeError(name)
 
 
 def main() -> None:
-    app()
+    build_app(sys.argv[1:])()
 
 
 if __name__ == "__main__":

@@ -24,7 +24,11 @@ def quick_config(
     command: list[str], upstream_id: str | None, pass_env: list[str], env: list[str], shadow: bool
 ) -> dict[str, Any]:
     """The config of the quick form: one stdio upstream, the default guards."""
-    name = upstream_id or re.sub(r"[^A-Za-z0-9_-]+", "-", Path(command[0]).name).strip("-_") or "upstream"
+    name = (
+        upstream_id
+        or re.sub(r"[^A-Za-z0-9_-]+", "-", Path(command[0]).name).strip("-_")
+        or "upstream"
+    )
     literal: dict[str, str] = {}
     for item in env:
         key, sep, value = item.partition("=")
@@ -93,19 +97,31 @@ def register(app: typer.Typer) -> None:
         pass_env: list[str] = typer.Option(
             [], "--pass-env", help="Quick form: pass this environment variable to the server."
         ),
-        env: list[str] = typer.Option([], "--env", help="Quick form: set NAME=VALUE for the server."),
+        env: list[str] = typer.Option(
+            [], "--env", help="Quick form: set NAME=VALUE for the server."
+        ),
         http: str | None = typer.Option(
-            None, "--http", help="Quick form: serve Streamable HTTP on HOST:PORT (needs --token-file)."
+            None,
+            "--http",
+            help="Quick form: serve Streamable HTTP on HOST:PORT (needs --token-file).",
         ),
         token_file: Path | None = typer.Option(
-            None, "--token-file", help="Quick form: file holding the bearer token clients must send."
+            None,
+            "--token-file",
+            help="Quick form: file holding the bearer token clients must send.",
         ),
         allow_non_loopback: bool = typer.Option(
-            False, "--allow-non-loopback", help="Quick form: acknowledge a non-loopback --http address."
+            False,
+            "--allow-non-loopback",
+            help="Quick form: acknowledge a non-loopback --http address.",
         ),
-        shadow: bool = typer.Option(False, "--shadow", help="Record what would be denied; block nothing."),
+        shadow: bool = typer.Option(
+            False, "--shadow", help="Record what would be denied; block nothing."
+        ),
         log_level: str = typer.Option("info", "--log-level", help="debug, info, warning, error."),
-        log_file: Path | None = typer.Option(None, "--log-file", help="Log here instead of stderr."),
+        log_file: Path | None = typer.Option(
+            None, "--log-file", help="Log here instead of stderr."
+        ),
     ) -> None:
         """Run the gateway: `mcpward run --config FILE` or `mcpward run -- COMMAND ARGS…`."""
         import uvloop
@@ -116,8 +132,10 @@ def register(app: typer.Typer) -> None:
         if (config is None) == (not command):
             raise _fail("give either --config FILE or `-- COMMAND [ARGS…]` (not both)")
         if config is not None and (http or token_file or allow_non_loopback):
-            raise _fail("--http, --token-file and --allow-non-loopback belong to the quick form; "
-                        "put the front in the config file instead")
+            raise _fail(
+                "--http, --token-file and --allow-non-loopback belong to the quick form; "
+                "put the front in the config file instead"
+            )
         if http is None and (token_file is not None or allow_non_loopback):
             raise _fail("--token-file and --allow-non-loopback need --http HOST:PORT")
         try:

@@ -11,12 +11,14 @@ import hmac
 import ipaddress
 import logging
 import time
-from typing import Any
+from functools import lru_cache
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-import httpx
-from jsonschema import Draft202012Validator
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+if TYPE_CHECKING:
+    import httpx
 
 from mcpward.config.models import SecretRef
 from mcpward.config.secrets import SecretUnavailable, resolve_secret
@@ -122,7 +124,14 @@ RESPONSE_SCHEMA: dict[str, Any] = {
         },
     ],
 }
-_VALIDATOR = Draft202012Validator(RESPONSE_SCHEMA)
+
+
+@lru_cache(maxsize=1)
+def _validator() -> Any:
+    """Built on first use: jsonschema costs startup time every gateway would pay otherwise."""
+    from jsonschema import Draft202012Validator
+
+    return Draft202012Validator(RESPONSE_SCHEMA)
 
 
 class HookError(Exception):
@@ -282,10 +291,10 @@ class HttpHookGuard(Guard):
         except HookError as exc:
             log.warning("http hook %s at %s: %s", self.id, phase.value, exc)
             raise
-        except httpx.HTTPError as exc:
+        except _http_error() as exc:
             log.warning("http hook %s at %s: %s", self.id, phase.value, type(exc).__name__)
             raise HookError(f"request failed: {type(exc).__name__}") from None
-        error = next(iter(_VALIDATOR.iter_errors(answer)), None)
+        error = next(iter(_validator().iter_errors(answer)), None)
         if error is not None:
             log.warning(
                 "http hook %s at %s: answer does not match the schema", self.id, phase.value
@@ -326,3 +335,9 @@ class HttpHookGuard(Guard):
         return await self._evaluate(
             Phase.RESOURCE_REQUEST, {"uri": subject.name}, ctx, subject.payload
         )
+
+
+def _http_error() -> type[Exception]:
+    import httpx
+
+    return httpx.HTTPError
