@@ -209,7 +209,7 @@ async def test_http_hook_through_the_gateway(tmp_path: Path, hook_server: HookSe
         "kind": "http_hook",
         "id": "policy",
         "runs_on": ["tool_invoke"],
-        "timeout_ms": 300,
+        "timeout_ms": 2000,  # generous: a loaded CI machine must not turn an allow into a timeout
         "config": {"url": hook_server.url, "secret": {"file": str(secret)}},
     }
     config = start(tmp_path, tmp_path / "state", [hook])
@@ -226,7 +226,7 @@ async def test_http_hook_through_the_gateway(tmp_path: Path, hook_server: HookSe
         )
         result = await client.call_tool("echo", {"token": "t0k3n"})
         assert echoed(result)["arguments"] == {"token": "[REDACTED]"}
-        hook_server.answer({"decision": "allow"}, delay=1.0)
+        hook_server.answer({"decision": "allow"}, delay=6.0)
         assert (await denied(client, "echo"))["code"] == "guard_timeout"
         hook_server.answer(b"<html>oops</html>")
         assert (await denied(client, "echo"))["code"] == "guard_error"
