@@ -25,9 +25,9 @@ from mcpward.pipeline.spec import GuardSpec
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def guard(kind: str, phases: list[Phase]) -> Any:
+def guard(kind: str, phases: list[Phase], **options: Any) -> Any:
     cls = resolve_guard_kind(kind)
-    return cls(GuardSpec(kind=kind, runs_on=phases), cls.Options())
+    return cls(GuardSpec(kind=kind, runs_on=phases), cls.Options(**options))
 
 
 def prose(size: int, seed: int = 7) -> str:
@@ -113,6 +113,17 @@ def main() -> None:
         "1 MiB result, both guards",
         timed(results, Phase.TOOL_RESULT, big, max(10, args.repeat // 10)),
         10.0,
+    )
+    without_gitleaks = Pipeline(
+        [
+            guard("secrets", [Phase.TOOL_RESULT], gitleaks=False),
+            guard("response_injection", [Phase.TOOL_RESULT]),
+        ]
+    )
+    report(
+        "1 MiB result, both guards, secrets without gitleaks rules",
+        timed(without_gitleaks, Phase.TOOL_RESULT, big, max(10, args.repeat // 10)),
+        None,
     )
     huge = tool_result(10 << 20)
     report(

@@ -128,3 +128,57 @@ def test_too_deep_payload_fails_closed() -> None:
         node = {"c": node}
     decision = run_hook(make_guard("secrets", ["tool_result"]), "tool_result", node)
     assert isinstance(decision, Deny) and decision.code == "secrets_unscannable"
+
+
+def test_gitleaks_rules_load_with_reasons_for_the_skipped() -> None:
+    from mcpward.guards.detection.gitleaks_rules import default_rules
+
+    ruleset = default_rules()
+    assert len(ruleset.rules) > 200
+    assert ruleset.skipped["pkcs12-file"] == "matches file paths only"
+    assert ruleset.skipped["jwt"] == "keywords too short to prefilter"
+    assert all(r.keywords and r.regex is not None for r in ruleset.rules)
+
+
+def test_gitleaks_rule_finds_a_kind_without_a_built_in_rule() -> None:
+    secret = fake("adafruit", 32, string.ascii_lowercase + string.digits)
+    text = f'adafruit_io_key = "{secret}"\n'
+    found = SecretScanner().find(text)
+    assert [(m.kind, text[m.start : m.end]) for m in found] == [("adafruit-api-key", secret)]
+    assert SecretScanner(gitleaks=False).find(f"adafruit {secret} ") == []
+
+
+def test_gitleaks_entropy_and_placeholders_reject_documentation_values() -> None:
+    scanner = SecretScanner(generic=False)
+    assert scanner.find('adobe_client_id = "' + "ab" * 16 + '"\n') == []  # entropy 1.0 <= 2
+    assert scanner.find('adafruit_key = "xxxx' + fake("ph", 28).lower() + '"\n') == []
+
+
+def test_built_in_kind_names_a_span_gitleaks_also_matches() -> None:
+    token = CASES["github-token"]
+    assert [m.kind for m in SecretScanner().find(f"GITHUB_TOKEN={token}\n")] == ["github-token"]
+
+
+def test_gitleaks_rules_are_skipped_beyond_the_size_cap() -> None:
+    secret = fake("adafruit2", 32, string.ascii_lowercase + string.digits)
+    text = "filler " * 2000 + f'adafruit_key = "{secret}"\n'
+    assert SecretScanner(generic=False, gitleaks_max_chars=1024).find(text) == []
+    assert [m.kind for m in SecretScanner(generic=False, gitleaks_max_chars=0).find(text)] == [
+        "adafruit-api-key"
+    ]
+
+
+def test_word_chains_and_long_dotted_tokens() -> None:
+    scanner = SecretScanner(gitleaks=False)
+    chain = 'id="ws_plugin__s2member_amazon_s3_comp_files_access_key"'
+    assert scanner.find(chain) == []
+    dotted = fake("dot1", 60) + "." + fake("dot2", 20)
+    assert [m.kind for m in scanner.find(f"viewneo_token = {dotted}")] == ["generic-secret"]
+
+
+def test_references_and_common_words_are_not_connection_passwords() -> None:
+    scanner = SecretScanner()
+    assert scanner.find("password = env.PERKEEP_TEST_PASSWORD\n") == []
+    assert scanner.find("postgresql://user:secret@db.internal/app") == []
+    found = scanner.find("postgresql://user:" + fake("pw", 12) + "@db.internal/app")
+    assert [m.kind for m in found] == ["connection-string-password"]

@@ -36,6 +36,15 @@ class SecretsOptions(BaseModel):
     generic: bool = Field(
         default=True, description="Also catch `key = <high-entropy value>` assignments."
     )
+    gitleaks: bool = Field(
+        default=True,
+        description="Also run gitleaks' default rules (vendored, MIT), keyword-prefiltered.",
+    )
+    gitleaks_max_chars: int = Field(
+        default=256 * 1024,
+        ge=0,
+        description="Longer strings get only the built-in rules (the hot path); 0: no limit.",
+    )
     min_entropy: float | None = Field(
         default=None, ge=0, le=8, description="Entropy (bits/char) a generic value needs."
     )
@@ -59,6 +68,8 @@ class SecretsGuard(Guard):
             generic=options.generic,
             min_entropy=options.min_entropy,
             marker=options.marker,
+            gitleaks=options.gitleaks,
+            gitleaks_max_chars=options.gitleaks_max_chars,
         )
 
     def _judge(self, subject: Subject, ctx: GuardContext, action: str, direction: str) -> Decision:

@@ -8,7 +8,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from mcpward.pipeline.context import GuardContext
-from mcpward.pipeline.decisions import Allow, Decision, Deny, ReplaceTools, Modify
+from mcpward.pipeline.decisions import Allow, Decision, Deny, Modify, ReplaceTools
 from mcpward.pipeline.guard import Guard
 from mcpward.pipeline.registry import guard_kind
 from mcpward.pipeline.subject import Subject

@@ -446,6 +446,27 @@ INJECTION_ONLY_RULES: list[Rule] = [
         r"(?:\w+\s+){0,2}?(?:poem|story|essay|speech|song|haiku|limerick|joke|letter|introduction|"
         r"summary|tweet|blog\s+post|recipe|function|script|program))\b[^.?!\n]{3,160}[.?!]",
     ),
+    # Verbs that hand a language model a task. Business mail and tool output rarely open a
+    # sentence with them ("Create", "List", "Write" are left to the weaker llm-task rule).
+    Rule(
+        "agent-directive",
+        "task-imperative",
+        r"(?m)(?:^|[.!?]\s+|\|\s*|:\s+)(?:Analy[sz]e|Classify|Categori[sz]e|Summari[sz]e|"
+        r"Paraphrase|Translate|Transcribe|Elaborate\s+on|Compose|Brainstorm|Simulate|Pretend|"
+        r"Imagine|Role-?play|Act\s+as|Encode|Decode|Rephrase|Reverse|Predict|Forecast|Interpret|"
+        r"Narrate|Recount|Converse|Engage|Devise|Formulate|Craft|Generate|Explain|Describe|"
+        r"Evaluate|Assess|Compare|Identify|Determine|Recommend|Suggest|Propose|Research|"
+        r"Investigate|Automate|Outline|Draft|Compile|Illustrate)\s+(?:a|an|the|me|us|how|what|"
+        r"why|which|who|whether|some|any|all|each|every|\d+|one|two|three|five|ten|your|this|"
+        r"these|those|its|their|in|on|about|with|to|between|if|as)\b[^.?!\n|]{3,200}[.?!]",
+    ),
+    Rule(
+        "agent-directive",
+        "about-the-user",
+        _I + r"\b(?:tell|ask|remind|inform|encourage|urge|convince|persuade|instruct|direct|"
+        r"prompt|invite|advise|warn|notify)\s+(?:the\s+|all\s+|your\s+)?(?:users?|readers?|"
+        r"recipients?|customers?|audience|visitors?)\s+(?:to|that|about|of|for)\b",
+    ),
     Rule(
         "agent-directive",
         "llm-task",

@@ -104,7 +104,9 @@ PROVIDER_RULES: list[SecretRule] = [
     SecretRule("alibaba-key", r"\bLTAI[A-Za-z0-9]{12,20}\b"),
     SecretRule(
         "grafana-token",
-        r"\bglc_[A-Za-z0-9+/]{32,}={0,2}|\bglsa_[A-Za-z0-9]{32}_[A-Fa-f0-9]{8}\b|\beyJrIjoi[A-Za-z0-9+/=]{40,}",
+        # eyJrIjoi (a base64 `{"k":"`) alone also starts Power BI links: it must end the token.
+        r"\bglc_[A-Za-z0-9+/]{32,}={0,2}|\bglsa_[A-Za-z0-9]{32}_[A-Fa-f0-9]{8}\b|"
+        r"\beyJrIjoi[A-Za-z0-9+/]{40,}={0,3}(?:[\s\"'`;,]|$)",
     ),
     SecretRule("postman-key", r"\bPMAK-[a-f0-9]{24}-[a-f0-9]{34}\b"),
     SecretRule("mapbox-token", r"\b[spt]k\.eyJ[A-Za-z0-9_\-]{20,}\.[A-Za-z0-9_\-]{20,}"),
@@ -143,7 +145,7 @@ PROVIDER_RULES: list[SecretRule] = [
     # vendor_<random>: many newer providers prefix tokens this way (bkua_, odt_, pnu_, glpat-...).
     SecretRule(
         "prefixed-token",
-        r"\b[a-z]{2,10}[_-](?:[a-z]{2,6}[_-])?([A-Za-z0-9]{30,})\b",
+        r"\b[a-z]{2,10}[_-](?:[a-z]{2,6}[_-]){0,2}([A-Za-z0-9][A-Za-z0-9_\-]{29,})\b",
         vet=True,
         min_entropy=3.3,
         min_length=30,

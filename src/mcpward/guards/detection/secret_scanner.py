@@ -13,10 +13,12 @@ from dataclasses import dataclass
 from typing import Any
 
 import orjson
+import re2
 
 from mcpward.guards.detection.entropy import shannon_entropy
 from mcpward.guards.detection.extract import MAX_DEPTH, StructureLimit
-from mcpward.guards.detection.regex import MultiPattern
+from mcpward.guards.detection.gitleaks_rules import GitleaksRule, default_rules
+from mcpward.guards.detection.regex import MultiPattern, encodable
 from mcpward.guards.detection.scanner import CustomPattern
 from mcpward.guards.detection.secret_rules import GENERIC_RULE, PROVIDER_RULES, SecretRule
 
@@ -25,12 +27,28 @@ _PLACEHOLDER_PARTS = (
     "<", ">", "{", "}", "${", "$(", "%s", "...", "here", "todo", "fixme", "insert", "replace",
     "foobar", "lorem", "&lt;", "&gt;", "00000000", "[", "]", "(", ")",
 )  # fmt: skip
+_GITLEAKS_PLACEHOLDERS = ("xxxx", "****", "your", "example", "placeholder", "redacted", "<", ">")
 _COMMON_VALUES = frozenset(
     {"password", "passwd", "secret", "token", "null", "none", "true", "false", "undefined",
      "string", "required", "optional", "empty", "default", "hidden", "masked", "string|null",
      "apikey", "api_key", "not_set", "notset", "unset", "secrets", "tokens", "password1"}
 )  # fmt: skip
 _PASSWORD_WORDS = ("pass", "pwd")
+
+
+# Scan windows around a gitleaks keyword (see SecretScanner._windows).
+_WINDOW_BEFORE = 512
+_WINDOW_AFTER = 8192
+_MAX_WINDOWS = 64
+
+# gitleaks' keyword-assignment rule: a fallback like GENERIC_RULE, so provider rules win.
+GITLEAKS_GENERIC = "generic-api-key"
+
+
+def _placeholder(value: str) -> bool:
+    """Documentation values: `xxxx`, `<your-key>`, `EXAMPLE`, `****`."""
+    lowered = value.lower()
+    return any(part in lowered for part in _GITLEAKS_PLACEHOLDERS)
 
 
 def _binary_field(node: dict[str, Any], key: Any) -> bool:
@@ -57,11 +75,21 @@ def _looks_like_reference(value: str) -> bool:
     if value[0] in "$%@/\\#&*" or value.startswith(("http", "./", "env.", "process.", "os.")):
         return True
     head, _, tail = value.partition(".")
-    if tail and head.isidentifier() and tail.replace(".", "_").isidentifier():
-        return True  # self.password, config.api_key, ENV.FOO
+    dotted = tail and head.isidentifier() and tail.replace(".", "_").isidentifier()
+    if dotted and max(len(part) for part in value.split(".")) <= 40:
+        return True  # self.password, config.api_key, ENV.FOO (not a long dotted token)
     core = value.replace("_", "")
     # LOCAL_DATABASE_PASSWORD: the name of a variable, not its value
     return "_" in value and core.isalnum() and core.upper() == core and not core.isdigit()
+
+
+def _word_chain(value: str) -> bool:
+    """snake/kebab-case identifiers (`amazon_s3_comp_files_access_key`), not random tokens."""
+    parts = [p for p in value.replace("-", "_").split("_") if p]
+    if len(parts) < 3:
+        return False
+    wordy = sum(1 for p in parts if p.isalpha() or (p[:-1].isalpha() and len(p) > 2))
+    return wordy * 4 >= len(parts) * 3
 
 
 def vet_value(value: str, rule: SecretRule, context: str) -> bool:
@@ -72,13 +100,21 @@ def vet_value(value: str, rule: SecretRule, context: str) -> bool:
         return False
     lowered = value.lower()
     if rule.min_length < 6:  # a password inside a URL or connection string: any literal counts
-        return not (value[0] in "$%{<[" or "your" in lowered or len(set(value)) <= 1)
+        return not (
+            value[0] in "$%{<["
+            or "your" in lowered
+            or len(set(value)) <= 1
+            or lowered in _COMMON_VALUES
+            or _looks_like_reference(value)
+        )
     if lowered in _COMMON_VALUES or any(part in lowered for part in _PLACEHOLDER_PARTS):
         return False
     if len(set(value)) <= 2 or _looks_like_reference(value):
         return False
     if rule.min_length >= 30 and (value.isalpha() or value.isdigit()):
         return False  # a long bare identifier or number, not a random token
+    if _word_chain(value):
+        return False
     if rule.kind == GENERIC_RULE.kind and not passwordish:
         if value.isalpha() and len(value) < 20:
             return False  # a word or identifier after "token", "key", "access"...
@@ -99,9 +135,13 @@ class SecretScanner:
         generic: bool = True,
         min_entropy: float | None = None,
         marker: str = "[REDACTED:{kind}]",
+        gitleaks: bool = True,
+        gitleaks_max_chars: int = 256 * 1024,
     ) -> None:
         disabled = set(disabled_kinds)
-        known = {r.kind for r in PROVIDER_RULES} | {GENERIC_RULE.kind}
+        ruleset = default_rules() if gitleaks else None
+        gitleaks_ids = {r.id for r in ruleset.rules} if ruleset else set()
+        known = {r.kind for r in PROVIDER_RULES} | {GENERIC_RULE.kind} | gitleaks_ids
         unknown = disabled - known
         if unknown:
             raise ValueError(
@@ -121,12 +161,30 @@ class SecretScanner:
             rules.append(generic_rule)
         rules += [SecretRule(c.id, c.pattern) for c in custom]
         self.rules = rules
-        self.kinds = sorted({r.kind for r in rules})
+        self._gitleaks: list[GitleaksRule] = []
+        self._global_allow = ruleset.global_allowlist if ruleset else ()
+        if ruleset:
+            self._gitleaks = [r for r in ruleset.rules if r.id not in disabled]
+            if not generic:
+                self._gitleaks = [r for r in self._gitleaks if r.id != GITLEAKS_GENERIC]
+        # The keywords are a second RE2 set (merged into the first, the DFA grows past its
+        # budget): one pass says which gitleaks rules can match at all, the rest never run.
+        keywords = sorted({k for r in self._gitleaks for k in r.keywords})
+        self._keyword_rules: list[list[int]] = [
+            [i for i, r in enumerate(self._gitleaks) if k in r.keywords] for k in keywords
+        ]
+        self._unkeyed = [i for i, r in enumerate(self._gitleaks) if not r.keywords]
+        self._keywords = MultiPattern(["(?i)" + re2.escape(k) for k in keywords])
+        self.kinds = sorted({r.kind for r in rules} | {r.id for r in self._gitleaks})
         self._multi = MultiPattern([r.pattern for r in rules])
         self._marker = marker
+        # Each gitleaks candidate rule costs ~1-3 ms per MiB: beyond this size only the
+        # built-in rules run, which keeps a 1 MiB result within its 10 ms budget.
+        self._gitleaks_max_chars = gitleaks_max_chars or None
 
     def find(self, text: str) -> list[SecretMatch]:
-        """Non-overlapping secret spans; provider and custom rules win over the generic one."""
+        """Non-overlapping secret spans; provider and custom rules win over gitleaks' rules on
+        the same span, and all of them over the generic ones."""
         if not text:
             return []
         specific: list[tuple[int, SecretMatch]] = []
@@ -148,6 +206,16 @@ class SecretScanner:
                 generic.append((hit.start, match))  # its keyword must not sit in another secret
             else:
                 specific.append((start, match))
+        # After the built-in rules, so that on the same span the built-in kind names it.
+        candidates: set[int] = set()
+        if self._gitleaks and len(text) <= (self._gitleaks_max_chars or len(text)):
+            candidates.update(self._unkeyed)
+            for index in self._keywords.matching(text):
+                candidates.update(self._keyword_rules[index])
+        for index in sorted(candidates):
+            for anchor, match in self._gitleaks_matches(self._gitleaks[index], text):
+                bucket = generic if match.kind == GITLEAKS_GENERIC else specific
+                bucket.append((anchor, match))
         chosen: list[tuple[int, SecretMatch]] = []
         for anchor, match in sorted(specific, key=lambda t: (t[1].start, -t[1].end)) + sorted(
             generic, key=lambda t: (t[1].start, -t[1].end)
@@ -155,6 +223,53 @@ class SecretScanner:
             if all(match.end <= c.start or anchor >= c.end for _, c in chosen):
                 chosen.append((anchor, match))
         return sorted((m for _, m in chosen), key=lambda m: m.start)
+
+    def _gitleaks_matches(self, rule: GitleaksRule, text: str) -> list[tuple[int, SecretMatch]]:
+        out: list[tuple[int, SecretMatch]] = []
+        for offset, window in self._windows(rule, text):
+            # On ASCII text byte and character offsets agree, and RE2 on bytes skips the
+            # wrapper's per-match offset conversion (linear in the text: quadratic overall).
+            subject: str | bytes = window.encode("ascii") if window.isascii() else window
+            for count, m in enumerate(rule.regex.finditer(subject)):
+                if count >= 10_000:
+                    break
+                start, end = (offset + i for i in rule.secret_span(m))
+                secret = text[start:end]
+                if not secret.strip() or _placeholder(secret):
+                    continue
+                m_start, m_end = offset + m.start(), offset + m.end()
+                line_start = text.rfind("\n", 0, m_start) + 1
+                line_end = text.find("\n", m_end)
+                line = text[line_start : len(text) if line_end < 0 else line_end]
+                if rule.accepts(secret, text[m_start:m_end], line, self._global_allow):
+                    out.append((m_start, SecretMatch(rule.id, start, end)))
+        return out
+
+    @staticmethod
+    def _windows(rule: GitleaksRule, text: str) -> list[tuple[int, str]]:
+        """Where a rule can match: around its keywords (each is a literal of the regex), so a
+        keyword met by chance in a large result costs a few KiB of scanning, not the whole text.
+        Many occurrences, or a short text: the whole text."""
+        text = encodable(text)
+        if len(text) <= _WINDOW_AFTER or rule.keyword_regex is None:
+            return [(0, text)]
+        spans: list[list[int]] = []
+        if not text.isascii():
+            return [(0, text)]
+        for count, m in enumerate(rule.keyword_regex.finditer(text.encode("ascii"))):
+            if count >= _MAX_WINDOWS:
+                return [(0, text)]
+            lo, hi = max(0, m.start() - _WINDOW_BEFORE), m.end() + _WINDOW_AFTER
+            if spans and lo <= spans[-1][1]:
+                spans[-1][1] = hi
+            else:
+                spans.append([lo, hi])
+        # A window starts at a line start, so `^` and `\b` see what they would in the text.
+        out = []
+        for lo, hi in spans:
+            lo = text.rfind("\n", 0, lo) + 1
+            out.append((lo, text[lo:hi]))
+        return out
 
     def redact_text(self, text: str) -> tuple[str, Counter[str]]:
         """The text with each secret span replaced by its marker, and counts per kind."""
