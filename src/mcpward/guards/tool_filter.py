@@ -77,5 +77,6 @@ class ToolFilterGuard(Guard):
             return Allow()
         return Deny(
             code="tool_not_allowed",
-            message=f"tool {subject.name!r} of upstream {ctx.server_name!r} is not allowed by policy",
+            message=f"tool {subject.name!r} of upstream {ctx.server_name!r} "
+            "is not allowed by policy",
         )
