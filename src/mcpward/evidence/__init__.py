@@ -1,1 +1,4 @@
-"""Evidence: decision receipts, the HMAC-chained ledger with signed checkpoints, and verification."""
+"""Evidence: decision receipts, the HMAC-chained ledger with signed checkpoints, verification.
+
+The relay reports decisions through `record.Recorder`; `recorder.build_recorder` makes one.
+"""

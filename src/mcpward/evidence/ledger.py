@@ -1,0 +1,153 @@
+"""The ledger as the gateway and CLI use it: append receipts, rotate keys, sign checkpoints, verify.
+
+Composes a LedgerStore (storage), the HMAC keyring and the Ed25519 signer (state dir).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from mcpward.evidence.chain import ChainHead, PendingEntry, SealedEntry, seal
+from mcpward.evidence.checkpoint import Checkpoint, SignedCheckpoint, origin_for, read_unverified
+from mcpward.evidence.keyring import HmacKeyring, load_or_create_signer, read_verifier_keys
+from mcpward.evidence.note import NoteSigner, VerifierKey
+from mcpward.evidence.settings import EvidencePaths
+from mcpward.evidence.store import LedgerStore, StoredCheckpoint
+from mcpward.evidence.verify import LedgerVerifier, VerifyReport
+from mcpward.evidence.vocabulary import EntryKind
+from mcpward.store.ledger_sqlite import SqliteLedgerStore, read_snapshot
+
+
+@dataclass(frozen=True, slots=True)
+class KeyRotation:
+    old_key_id: str
+    new_key_id: str
+    seq: int
+
+
+class Ledger:
+    """A writable ledger. Methods block (SQLite, fsync): in async code call them from a thread."""
+
+    def __init__(
+        self, store: LedgerStore, keyring: HmacKeyring, signer: NoteSigner, paths: EvidencePaths
+    ) -> None:
+        self.store = store
+        self.keyring = keyring
+        self.signer = signer
+        self.paths = paths
+
+    @classmethod
+    def open(cls, paths: EvidencePaths, *, synchronous: str = "FULL") -> Ledger:
+        """Open (creating on first run) the ledger, its HMAC key and its signing key."""
+        paths.root.mkdir(parents=True, exist_ok=True, mode=0o700)
+        keyring = HmacKeyring(paths.keys)
+        keyring.ensure_active()
+        signer = load_or_create_signer(paths.keys, paths.public_key)
+        store = SqliteLedgerStore(paths.ledger, synchronous=synchronous)
+        return cls(store, keyring, signer, paths)
+
+    @property
+    def origin(self) -> str:
+        return origin_for(self.store.ledger_id)
+
+    def head(self) -> ChainHead:
+        return self.store.head()
+
+    def append(self, pending: Sequence[PendingEntry]) -> list[SealedEntry]:
+        """Chain and commit `pending` in one transaction (durable when this returns)."""
+        if not pending:
+            return []
+        return self.store.append(lambda head: seal(head, pending, self.keyring))
+
+    def rotate_key(self, now: float | None = None) -> KeyRotation:
+        """Create a new HMAC key and record the rotation as an entry sealed with the old key.
+
+        Entries after the rotation use the new key; old keys stay in the keyring for verification.
+        """
+        previous = self.keyring.ensure_active()
+        new_key = self.keyring.create()
+        recorded = time.time() if now is None else now
+        used: list[str] = []
+
+        def build(head: ChainHead) -> list[SealedEntry]:
+            # The chain, not the `active` file, says which key is current (another process may
+            # have rotated since we read it).
+            old = head.next_key_id if head.size else previous
+            assert old is not None
+            used.append(old)
+            event = {"old_key_id": old, "new_key_id": new_key}
+            entry = PendingEntry(EntryKind.KEY_ROTATION, recorded, event=event)
+            return seal(ChainHead(head.size, head.head_hash, old), [entry], self.keyring)
+
+        sealed = self.store.append(build)
+        return KeyRotation(used[-1], new_key, sealed[0].seq)
+
+    def checkpoint(self, now: float | None = None) -> SignedCheckpoint | None:
+        """Sign the current size and head; None if the ledger is empty or already signed as is."""
+        stamp = time.time() if now is None else now
+
+        def sign(size: int, head_hash: bytes) -> str:
+            return self.signer.sign(Checkpoint(self.origin, size, head_hash, int(stamp)).text())
+
+        stored = self.store.add_checkpoint(sign, stamp)
+        if stored is None:
+            return None
+        signed = SignedCheckpoint(read_unverified(stored.note), stored.note)
+        write_public_file(self.paths.latest_checkpoint, stored.note)
+        return signed
+
+    def latest_checkpoint(self) -> StoredCheckpoint | None:
+        with self.store.reading() as view:
+            checkpoints = view.checkpoints()
+        return checkpoints[-1] if checkpoints else None
+
+    def close(self) -> None:
+        self.store.close()
+
+
+def write_public_file(path: Path, text: str) -> None:
+    """Atomically replace a world-readable file (checkpoints and public keys are public)."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    with open(tmp, "w", encoding="utf-8") as handle:
+        handle.write(text)
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.chmod(tmp, 0o644)
+    os.replace(tmp, path)
+
+
+def verify_ledger(
+    paths: EvidencePaths,
+    *,
+    public_keys: Sequence[Path] = (),
+    checkpoint_notes: Sequence[str] = (),
+    use_hmac: bool = True,
+    receipts_dir: Path | None = None,
+    receipts_since: float | None = None,
+) -> VerifyReport:
+    """Verify a ledger file without writing to it or creating keys.
+
+    Trusted public keys: the given files, else the state dir's `signing.pub`. HMACs are checked
+    when `use_hmac` and the keys directory exists (the key holder's view).
+    """
+    verifiers: list[VerifierKey] = []
+    for key_file in public_keys:
+        verifiers.extend(read_verifier_keys(key_file))
+    if not public_keys and paths.public_key.exists():
+        verifiers.extend(read_verifier_keys(paths.public_key))
+    keyring = HmacKeyring(paths.keys) if use_hmac and paths.keys.is_dir() else None
+    with read_snapshot(paths.ledger) as view:
+        ledger_id = view.ledger_id()
+        notes = [cp.note for cp in view.checkpoints()] + list(checkpoint_notes)
+        verifier = LedgerVerifier(
+            verifiers=verifiers,
+            keyring=keyring,
+            origin=origin_for(ledger_id) if ledger_id else None,
+        )
+        return verifier.verify(
+            view.entries(), notes, receipts_dir=receipts_dir, receipts_since=receipts_since
+        )

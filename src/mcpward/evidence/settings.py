@@ -1,0 +1,75 @@
+"""The `evidence:` section of the configuration and where the evidence files live in the state dir.
+
+Defaults: evidence on, `sync` durability, a checkpoint every 1000 entries or 300 s and at shutdown.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class EvidenceSettings(BaseModel):
+    """Receipts, the ledger and its checkpoints."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    enabled: bool = Field(default=True, description="Write a receipt for every decision.")
+    durability: Literal["sync", "batched"] = Field(
+        default="sync",
+        description="sync: a receipt is committed before its response is released. batched: "
+        "receipts are group-committed in the background; a crash can lose the last batch "
+        "(see docs/evidence.md).",
+    )
+    checkpoint_every_entries: int = Field(
+        default=1000, ge=1, le=10_000_000, description="Sign a checkpoint after this many entries."
+    )
+    checkpoint_every_seconds: float = Field(
+        default=300.0,
+        gt=0,
+        le=86_400,
+        description="Sign a checkpoint at least this often (if new entries).",
+    )
+    batch_interval_ms: float = Field(
+        default=20.0,
+        gt=0,
+        le=5_000,
+        description="batched: longest a receipt waits before its commit.",
+    )
+    batch_max_entries: int = Field(
+        default=2048,
+        ge=1,
+        le=100_000,
+        description="batched: most receipts committed in one transaction.",
+    )
+    path: Path | None = Field(
+        default=None,
+        description="The ledger database; relative paths are under the state dir "
+        "(default: <state_dir>/evidence/ledger.sqlite).",
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class EvidencePaths:
+    """Files of the evidence layer. Keys are secret (0600); the `.pub` verifier key is public."""
+
+    root: Path
+    ledger: Path
+    keys: Path
+    public_key: Path
+    latest_checkpoint: Path
+
+    @classmethod
+    def resolve(cls, state_dir: Path, ledger: Path | None = None) -> EvidencePaths:
+        root = state_dir / "evidence"
+        path = root / "ledger.sqlite" if ledger is None else ledger.expanduser()
+        return cls(
+            root=root,
+            ledger=path if path.is_absolute() else state_dir / path,
+            keys=root / "keys",
+            public_key=root / "signing.pub",
+            latest_checkpoint=root / "checkpoint.latest",
+        )

@@ -1,0 +1,69 @@
+"""The ledger storage interface: append-only entries plus signed checkpoints, one backend per store.
+
+The embedded SQLite backend is `mcpward.store.ledger_sqlite`; a shared PostgreSQL one can follow.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from typing import Protocol
+
+from mcpward.evidence.chain import ChainHead, SealedEntry
+
+
+@dataclass(frozen=True, slots=True)
+class StoredEntry:
+    """An entry as stored: what verification recomputes and compares."""
+
+    seq: int
+    body: bytes
+    entry_hash: bytes
+    hmac: bytes
+    recorded_at: float
+
+
+@dataclass(frozen=True, slots=True)
+class StoredCheckpoint:
+    size: int
+    created_at: float
+    note: str
+
+
+class LedgerView(Protocol):
+    """A consistent read snapshot: entries and checkpoints as of one moment."""
+
+    def ledger_id(self) -> str | None: ...
+
+    def size(self) -> int: ...
+
+    def entries(
+        self, start_seq: int = 0, since: float | None = None, limit: int | None = None
+    ) -> Iterator[StoredEntry]: ...
+
+    def last_entries(self, count: int) -> list[StoredEntry]: ...
+
+    def checkpoints(self) -> list[StoredCheckpoint]: ...
+
+
+class LedgerStore(Protocol):
+    """Append-only storage. `append` and `add_checkpoint` are atomic against concurrent writers
+    (several gateway processes may share one ledger): the head is read inside the write lock."""
+
+    @property
+    def ledger_id(self) -> str: ...
+
+    def append(self, build: Callable[[ChainHead], Sequence[SealedEntry]]) -> list[SealedEntry]: ...
+
+    def head(self) -> ChainHead: ...
+
+    def add_checkpoint(
+        self, sign: Callable[[int, bytes], str], created_at: float
+    ) -> StoredCheckpoint | None:
+        """Sign the current (size, head hash) with `sign` and store the note; None if empty."""
+        ...
+
+    def reading(self) -> AbstractContextManager[LedgerView]: ...
+
+    def close(self) -> None: ...
