@@ -5,6 +5,7 @@ Each step is an async function of one `DemoRun`; later features append steps to 
 
 from __future__ import annotations
 
+import asyncio
 import shutil
 import sys
 import tempfile
@@ -25,10 +26,14 @@ from rich.table import Table
 
 from mcpward.contracts.hold_walkthrough import accept_held_call, show_held_call
 from mcpward.demo.server import FAKE_SECRETS, write_control
+from mcpward.evidence.export import iter_receipts
+from mcpward.evidence.ledger import Ledger, verify_ledger
+from mcpward.evidence.settings import EvidencePaths
 from mcpward.guards.defaults import default_guard_specs
 from mcpward.pipeline.phases import Phase
 from mcpward.pipeline.spec import GuardSpec
 from mcpward.protocol.errors import DENIED, HOLD
+from mcpward.store.ledger_sqlite import read_snapshot
 
 DemoMode = Literal["auto", "legacy", "2026-07-28"]
 UPSTREAM_ID = "demo"
@@ -214,12 +219,51 @@ async def step_rug_pull_held(run: DemoRun) -> None:
     raise StepFailed(f"the drifted call was not held; the upstream answered: {_text_of(result)}")
 
 
+def _checkpoint_and_verify(state_dir: Path) -> str:
+    """Sign a checkpoint now and verify the whole ledger as `mcpward ledger verify` would."""
+    paths = EvidencePaths.resolve(state_dir)
+    ledger = Ledger.open(paths)
+    try:
+        ledger.checkpoint()
+    finally:
+        ledger.close()
+    return verify_ledger(paths).state.value
+
+
+async def step_receipts_verified(run: DemoRun) -> None:
+    """Every decision left a receipt in the tamper-evident ledger, and it verifies."""
+    paths = EvidencePaths.resolve(run.state_dir)
+    with read_snapshot(paths.ledger) as view:
+        receipts = list(iter_receipts(view))
+    if not receipts:
+        raise StepFailed("the ledger holds no receipts")
+    table = Table(show_header=True, header_style="bold", box=None, padding=(0, 1))
+    for column in ("decision", "method", "name", "stopped by", "input hash"):
+        table.add_column(column)
+    for receipt in receipts[-12:]:
+        decision = str(receipt.get("decision"))
+        style = "green" if decision == "allow" else "yellow" if decision == "modify" else "red"
+        table.add_row(
+            f"[{style}]{escape(decision)}[/{style}]",
+            escape(str(receipt.get("method"))),
+            escape(str(receipt.get("name") or "")),
+            escape(str(receipt.get("stopped_by") or "")),
+            escape(str(receipt.get("input_hash") or "")[:16]),
+        )
+    run.console.print(table)
+    state = await asyncio.to_thread(_checkpoint_and_verify, run.state_dir)
+    if state != "ok":
+        raise StepFailed(f"mcpward ledger verify says {state}, not ok")
+    run.say(f"{len(receipts)} receipts; [bold]mcpward ledger verify[/bold] -> [green]{state}[/green]")
+
+
 DEFAULT_STEPS: list[Step] = [
     step_list_tools,
     step_call_passes,
     step_call_denied,
     step_secret_redacted,
     step_rug_pull_held,
+    step_receipts_verified,
 ]
 
 

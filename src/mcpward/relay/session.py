@@ -101,7 +101,9 @@ def _decision_of(out: Outcome, error_code: int | None = None) -> str:
         return "would_hold_dry_run" if isinstance(out.shadow_stops[0][1], Hold) else "would_deny_dry_run"
     if error_code is not None:
         return "error"
-    return "modify" if out.modified else "allow"
+    if out.modified:
+        return "redact" if any(run.evidence.get("redactions") for run in out.runs) else "modify"
+    return "allow"
 
 
 def _template_regex(template: str) -> re.Pattern[str]:
@@ -756,6 +758,10 @@ class Session:
         record.decision = _decision_of(out, record.error_code)
         record.runs = out.runs
         record.stopped_by = out.stopped_by
+        for run in out.runs:  # the pin gate says which contract the call was judged against
+            contract = run.evidence.get("contract_hash") or run.evidence.get("new_hash")
+            if isinstance(contract, str):
+                record.contract_hash = contract
         record.upstream_ms = upstream_ms
         total = (time.perf_counter() - t0) * 1000.0
         record.gateway_ms = total - (upstream_ms or 0.0)
