@@ -44,8 +44,45 @@ def normalise(value: Any) -> Any:
     raise TypeError(f"{type(value).__name__} is not a JSON value")
 
 
+_INT64 = 2**63
+
+
+def _plain(value: Any) -> bool:
+    """True if orjson's sorted output is already canonical: ASCII text, 64-bit ints, no floats.
+
+    For such values NFC is the identity, UTF-16 and code-point key order agree, and number
+    forms cannot differ. Checked iteratively, so depth cannot overflow the stack.
+    """
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            if not item.isascii():
+                return False
+        elif isinstance(item, dict):
+            for key, child in item.items():
+                if not isinstance(key, str) or not key.isascii():
+                    return False
+                stack.append(child)
+        elif isinstance(item, list):
+            stack.extend(item)
+        elif isinstance(item, bool) or item is None:
+            continue
+        elif isinstance(item, int):
+            if not -_INT64 <= item < _INT64:
+                return False
+        else:
+            return False  # floats, tuples and anything else take the full path
+    return True
+
+
 def canonical_bytes(value: Any) -> bytes:
     """Canonical UTF-8 bytes of a JSON value."""
+    if _plain(value):
+        try:
+            return orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
+        except (TypeError, orjson.JSONEncodeError):
+            pass  # e.g. nesting deeper than orjson allows: the general path decides
     norm = normalise(value)
     try:
         return orjson.dumps(norm)
