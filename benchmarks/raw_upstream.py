@@ -42,10 +42,21 @@ def main() -> None:
             text = json.dumps(msg["params"].get("arguments", {}))
             result = {"content": [{"type": "text", "text": text}], "isError": False}
         else:
-            out.write(json.dumps({"jsonrpc": "2.0", "id": msg["id"], "error": {"code": -32601, "message": "nope"}}).encode() + b"\n")
+            out.write(
+                json.dumps(
+                    {
+                        "jsonrpc": "2.0",
+                        "id": msg["id"],
+                        "error": {"code": -32601, "message": "nope"},
+                    }
+                ).encode()
+                + b"\n"
+            )
             out.flush()
             continue
-        out.write(json.dumps({"jsonrpc": "2.0", "id": msg["id"], "result": result}).encode() + b"\n")
+        out.write(
+            json.dumps({"jsonrpc": "2.0", "id": msg["id"], "result": result}).encode() + b"\n"
+        )
         out.flush()
 
 

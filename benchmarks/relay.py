@@ -1,6 +1,6 @@
 """Relay benchmark: the same calls direct to an upstream and through mcpward, in one run.
 
-Prints added p50/p95/p99 latency per tools/call, the throughput ratio, and tools/list of 1,000 tools.
+Prints added p50/p95/p99 latency per tools/call, throughput ratios, and tools/list of 1,000 tools.
 Usage: python benchmarks/relay.py [--calls 2000] [--concurrency 16]
 """
 
@@ -29,28 +29,42 @@ async def spawn(argv: list[str], env: dict[str, str]) -> RawPeer:
 
 
 def gateway_argv(config: Path) -> list[str]:
-    return [sys.executable, "-m", "mcpward.cli.main", "run", "--config", str(config),
-            "--log-level", "warning"]
+    return [
+        sys.executable,
+        "-m",
+        "mcpward.cli.main",
+        "run",
+        "--config",
+        str(config),
+        "--log-level",
+        "warning",
+    ]
 
 
-def write_config(directory: Path, guards: str) -> Path:
-    path = directory / "bench.yaml"
+def write_config(directory: Path, name: str, extra: str) -> Path:
+    path = directory / f"{name}.yaml"
     upstream_args = json.dumps(UPSTREAM[1:])
     path.write_text(
         f"upstreams:\n  - id: bench\n    command: {json.dumps(UPSTREAM[0])}\n"
         f"    args: {upstream_args}\n    pass_env: [BENCH_TOOLS]\n"
-        f"gateway:\n  relist_interval_s: 0\n{guards}"
+        f"gateway:\n  relist_interval_s: 0\n{extra}"
     )
     return path
 
 
-TOOL_FILTER = """guards:
+# The relay with one real guard and no evidence: what the relay itself adds (issue 2's measure).
+TOOL_FILTER = """evidence: {enabled: false}
+guards:
   - kind: tool_filter
     runs_on: [tools_list, tool_invoke]
     config:
       rules:
         - deny: ["*delete*"]
 """
+# What a user gets with no guards section: every default guard and a synchronous receipt per call.
+DEFAULTS = ""
+# The same guards with group-committed receipts (docs/evidence.md says what a crash can lose).
+BATCHED = "evidence: {durability: batched}\n"
 
 
 async def sequential(client: RawPeer, n: int) -> list[float]:
@@ -96,6 +110,15 @@ async def list_time(argv: list[str], env: dict[str, str], rounds: int = 20) -> f
     return statistics.median(times)
 
 
+PATHS = ("direct", "relay", "batched", "defaults")
+LABELS = {
+    "direct": "direct",
+    "relay": "mcpward: relay + tool_filter, no evidence",
+    "batched": "mcpward: default guards + batched receipts",
+    "defaults": "mcpward: default guards + sync receipts",
+}
+
+
 async def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--calls", type=int, default=2000)
@@ -103,37 +126,47 @@ async def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()
     env = {**os.environ, "BENCH_TOOLS": "10"}
+    lat: dict[str, list[float]] = {p: [] for p in PATHS}
+    tput: dict[str, list[float]] = {p: [] for p in PATHS}
     with tempfile.TemporaryDirectory() as tmp:
         env["MCPWARD_STATE_DIR"] = str(Path(tmp) / "state")
-        config = write_config(Path(tmp), TOOL_FILTER)
-        direct_lat: list[float] = []
-        gw_lat: list[float] = []
-        direct_tp: list[float] = []
-        gw_tp: list[float] = []
-        for _ in range(args.rounds):  # alternate to spread machine noise over both paths
-            for label, argv in (("direct", UPSTREAM), ("gateway", gateway_argv(config))):
-                client = await spawn(argv, env)
+        argvs = {
+            "direct": UPSTREAM,
+            "relay": gateway_argv(write_config(Path(tmp), "relay", TOOL_FILTER)),
+            "batched": gateway_argv(write_config(Path(tmp), "batched", BATCHED)),
+            "defaults": gateway_argv(write_config(Path(tmp), "defaults", DEFAULTS)),
+        }
+        per_round = args.calls // args.rounds
+        for _ in range(args.rounds):  # interleave to spread machine noise over every path
+            for path in PATHS:
+                client = await spawn(argvs[path], env)
                 await sequential(client, 200)  # warm-up
-                lat = await sequential(client, args.calls // args.rounds)
-                tp = await throughput(client, args.calls // args.rounds, args.concurrency)
+                lat[path].extend(await sequential(client, per_round))
+                tput[path].append(await throughput(client, per_round, args.concurrency))
                 await client.close()
-                (direct_lat if label == "direct" else gw_lat).extend(lat)
-                (direct_tp if label == "direct" else gw_tp).append(tp)
         env_list = {**env, "BENCH_TOOLS": "1000"}
         list_direct = await list_time(UPSTREAM, env_list)
-        list_gw = await list_time(gateway_argv(config), env_list)
+        list_gw = await list_time(argvs["relay"], env_list)
 
-    print(f"tools/call, {len(direct_lat)} sequential calls per path (tool_filter on), microseconds:")
-    print(f"{'':10}{'p50':>10}{'p95':>10}{'p99':>10}")
-    for label, lat in (("direct", direct_lat), ("mcpward", gw_lat)):
-        print(f"{label:10}{pct(lat, .5):10.0f}{pct(lat, .95):10.0f}{pct(lat, .99):10.0f}")
-    print(f"{'added':10}{pct(gw_lat, .5) - pct(direct_lat, .5):10.0f}"
-          f"{pct(gw_lat, .95) - pct(direct_lat, .95):10.0f}{pct(gw_lat, .99) - pct(direct_lat, .99):10.0f}")
-    d_tp, g_tp = statistics.median(direct_tp), statistics.median(gw_tp)
-    print(f"throughput with {args.concurrency} in flight: direct {d_tp:.0f}/s, mcpward {g_tp:.0f}/s, "
-          f"ratio {g_tp / d_tp:.2f}")
-    print(f"tools/list of 1,000 tools (median): direct {list_direct:.2f} ms, mcpward {list_gw:.2f} ms, "
-          f"added {list_gw - list_direct:.2f} ms")
+    direct = lat["direct"]
+    print(f"tools/call, {len(direct)} sequential calls per path, microseconds:")
+    print(f"{'':44}{'p50':>8}{'p95':>8}{'p99':>8}{'added p50':>11}{'added p99':>11}")
+    for path in PATHS:
+        values = lat[path]
+        p50, p95, p99 = (pct(values, q) for q in (0.5, 0.95, 0.99))
+        row = f"{LABELS[path]:44}{p50:8.0f}{p95:8.0f}{p99:8.0f}"
+        if path != "direct":
+            row += f"{p50 - pct(direct, 0.5):11.0f}{p99 - pct(direct, 0.99):11.0f}"
+        print(row)
+    base = statistics.median(tput["direct"])
+    print(f"throughput with {args.concurrency} calls in flight (calls/s, ratio to direct):")
+    for path in PATHS:
+        value = statistics.median(tput[path])
+        print(f"  {LABELS[path]:44}{value:8.0f}  {value / base:5.2f}")
+    print(
+        f"tools/list of 1,000 tools (median): direct {list_direct:.2f} ms, "
+        f"mcpward relay {list_gw:.2f} ms, added {list_gw - list_direct:.2f} ms"
+    )
 
 
 if __name__ == "__main__":

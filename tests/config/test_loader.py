@@ -40,19 +40,45 @@ def test_http_kind_is_inferred_from_url() -> None:
         ({}, "upstreams: required field is missing"),
         ({"upstreams": []}, "upstreams: List should have at least 1 item"),
         ({"upstreams": [GOOD_UPSTREAM], "bogus": 1}, "bogus: unknown field"),
-        ({"upstreams": [{"id": "bad id!", "command": "x"}]}, "upstreams[0].id: String should match pattern"),
+        (
+            {"upstreams": [{"id": "bad id!", "command": "x"}]},
+            "upstreams[0].id: String should match pattern",
+        ),
         ({"upstreams": [GOOD_UPSTREAM, GOOD_UPSTREAM]}, "upstream id 'time' is used twice"),
-        ({"upstreams": [GOOD_UPSTREAM], "gateway": {"max_frame_bytes": 10}}, "gateway.max_frame_bytes"),
+        (
+            {"upstreams": [GOOD_UPSTREAM], "gateway": {"max_frame_bytes": 10}},
+            "gateway.max_frame_bytes",
+        ),
         (
             {"upstreams": [GOOD_UPSTREAM], "guards": [{"kind": "tool_filter", "runs_on": []}]},
             "guards[0].runs_on: Value error, runs_on must name at least one phase",
         ),
         (
-            {"upstreams": [GOOD_UPSTREAM], "guards": [{"kind": "tool_filter", "runs_on": ["tool_invoke"], "timeout_ms": 5, "config": {"rules": [{}]}}]},
+            {
+                "upstreams": [GOOD_UPSTREAM],
+                "guards": [
+                    {
+                        "kind": "tool_filter",
+                        "runs_on": ["tool_invoke"],
+                        "timeout_ms": 5,
+                        "config": {"rules": [{}]},
+                    }
+                ],
+            },
             "guards[0].timeout_ms: Input should be greater than or equal to 10 (got 5)",
         ),
         (
-            {"upstreams": [GOOD_UPSTREAM], "guards": [{"kind": "tool_filter", "runs_on": ["tool_invoke"], "priority": 101, "config": {"rules": [{}]}}]},
+            {
+                "upstreams": [GOOD_UPSTREAM],
+                "guards": [
+                    {
+                        "kind": "tool_filter",
+                        "runs_on": ["tool_invoke"],
+                        "priority": 101,
+                        "config": {"rules": [{}]},
+                    }
+                ],
+            },
             "guards[0].priority: Input should be less than or equal to 100",
         ),
         (
@@ -60,15 +86,40 @@ def test_http_kind_is_inferred_from_url() -> None:
             "guards[0].kind: unknown guard kind 'nope'; known kinds:",
         ),
         (
-            {"upstreams": [GOOD_UPSTREAM], "guards": [{"kind": "tool_filter", "runs_on": ["tool_result"], "config": {"rules": [{}]}}]},
-            "guards[0].runs_on: guard kind 'tool_filter' does not run at tool_result; it supports: tool_invoke, tools_list",
+            {
+                "upstreams": [GOOD_UPSTREAM],
+                "guards": [
+                    {"kind": "tool_filter", "runs_on": ["tool_result"], "config": {"rules": [{}]}}
+                ],
+            },
+            "guards[0].runs_on: guard kind 'tool_filter' does not run at tool_result; "
+            "it supports: tool_invoke, tools_list",
         ),
         (
-            {"upstreams": [GOOD_UPSTREAM], "guards": [{"kind": "tool_filter", "runs_on": ["tool_invoke"], "config": {"rules": [{"alow": ["x"]}]}}]},
+            {
+                "upstreams": [GOOD_UPSTREAM],
+                "guards": [
+                    {
+                        "kind": "tool_filter",
+                        "runs_on": ["tool_invoke"],
+                        "config": {"rules": [{"alow": ["x"]}]},
+                    }
+                ],
+            },
             "guards[0].config.rules[0].alow: unknown field",
         ),
         (
-            {"upstreams": [GOOD_UPSTREAM], "guards": [{"kind": "tool_filter", "runs_on": ["tool_invoke"], "failure_mode": "maybe", "config": {"rules": [{}]}}]},
+            {
+                "upstreams": [GOOD_UPSTREAM],
+                "guards": [
+                    {
+                        "kind": "tool_filter",
+                        "runs_on": ["tool_invoke"],
+                        "failure_mode": "maybe",
+                        "config": {"rules": [{}]},
+                    }
+                ],
+            },
             "guards[0].failure_mode: Input should be 'fail_closed' or 'fail_open'",
         ),
     ],
@@ -81,7 +132,9 @@ def test_each_problem_is_located(data: object, expected: str) -> None:
 def test_duplicate_guard_ids_are_refused() -> None:
     spec = {"kind": "tool_filter", "runs_on": ["tool_invoke"], "config": {"rules": [{}]}}
     found = problems({"upstreams": [GOOD_UPSTREAM], "guards": [spec, spec]})
-    assert any("guards[1].id: guard id 'tool_filter' is already used by guards[0]" in p for p in found)
+    assert any(
+        "guards[1].id: guard id 'tool_filter' is already used by guards[0]" in p for p in found
+    )
 
 
 def test_yaml_syntax_error_names_line_and_column(tmp_path: Path) -> None:
@@ -89,7 +142,11 @@ def test_yaml_syntax_error_names_line_and_column(tmp_path: Path) -> None:
     path.write_text("upstreams:\n  - id: a\n    command: [unclosed\n")
     with pytest.raises(ConfigError) as info:
         load_config(path)
-    assert str(path) in str(info.value) and "line" in str(info.value) and "not valid YAML" in str(info.value)
+    assert (
+        str(path) in str(info.value)
+        and "line" in str(info.value)
+        and "not valid YAML" in str(info.value)
+    )
 
 
 def test_missing_file_is_a_config_error(tmp_path: Path) -> None:
@@ -99,7 +156,10 @@ def test_missing_file_is_a_config_error(tmp_path: Path) -> None:
 
 def _cli(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "mcpward.cli.main", *args], capture_output=True, text=True, timeout=60
+        [sys.executable, "-m", "mcpward.cli.main", *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
 
 

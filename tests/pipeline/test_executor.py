@@ -77,7 +77,9 @@ def _copy(value: Any) -> Any:
 
 def guard(gid: str, answer: Any, priority: int = 50, **spec: Any) -> Scripted:
     runs_on = spec.pop("runs_on", ["tool_invoke", "tools_list", "tool_result"])
-    return Scripted(GuardSpec(kind="scripted", id=gid, priority=priority, runs_on=runs_on, **spec), answer)
+    return Scripted(
+        GuardSpec(kind="scripted", id=gid, priority=priority, runs_on=runs_on, **spec), answer
+    )
 
 
 CTX = GuardContext(server_name="up", method="tools/call")
@@ -88,12 +90,19 @@ def _reset() -> None:
     Scripted.calls.clear()
 
 
-async def run(guards: list[Guard], payload: Any, phase: Phase = Phase.TOOL_INVOKE, mode: Mode = Mode.ENFORCE):
+async def run(
+    guards: list[Guard], payload: Any, phase: Phase = Phase.TOOL_INVOKE, mode: Mode = Mode.ENFORCE
+):
     return await Pipeline(guards, mode=mode).run((phase,), "t", payload, CTX)
 
 
 async def test_lower_priority_runs_first_and_ties_keep_config_order() -> None:
-    guards = [guard("c", Allow(), 50), guard("a", Allow(), 10), guard("b1", Allow(), 30), guard("b2", Allow(), 30)]
+    guards = [
+        guard("c", Allow(), 50),
+        guard("a", Allow(), 10),
+        guard("b1", Allow(), 30),
+        guard("b2", Allow(), 30),
+    ]
     out = await run(guards, {})
     assert [g for g, _ in Scripted.calls] == ["a", "b1", "b2", "c"]
     assert [r.guard_id for r in out.runs] == ["a", "b1", "b2", "c"]
@@ -118,7 +127,11 @@ async def test_a_modify_is_seen_by_the_guards_after_it() -> None:
     def redact(subject: Subject) -> Modify:
         return Modify(RedactFields(["$.secret"], "[gone]"))
 
-    guards = [guard("r", redact, 1), guard("w", Modify(AddWarning("careful")), 2), guard("see", Allow(), 3)]
+    guards = [
+        guard("r", redact, 1),
+        guard("w", Modify(AddWarning("careful")), 2),
+        guard("see", Allow(), 3),
+    ]
     out = await run(guards, {"secret": "s3cr3t", "keep": 1})
     assert Scripted.calls[-1] == ("see", {"secret": "[gone]", "keep": 1})
     assert out.payload == {"secret": "[gone]", "keep": 1}
@@ -127,7 +140,9 @@ async def test_a_modify_is_seen_by_the_guards_after_it() -> None:
 
 async def test_replace_tools_on_the_list_phase() -> None:
     tools = [{"name": "a"}, {"name": "b"}]
-    g1 = guard("keep-a", lambda s: Modify(ReplaceTools([t for t in s.payload if t["name"] == "a"])), 1)
+    g1 = guard(
+        "keep-a", lambda s: Modify(ReplaceTools([t for t in s.payload if t["name"] == "a"])), 1
+    )
     out = await run([g1, guard("see", Allow(), 2)], tools, Phase.TOOLS_LIST)
     assert out.payload == [{"name": "a"}]
     assert Scripted.calls[-1] == ("see", [{"name": "a"}])
@@ -168,7 +183,9 @@ async def test_a_cpu_bound_overrun_is_a_timeout_too() -> None:
 
 @pytest.mark.parametrize("failure_mode", ["fail_closed", "fail_open"])
 async def test_guard_exception_follows_the_failure_mode(failure_mode: str) -> None:
-    out = await run([guard("boom", "raise", 1, failure_mode=failure_mode), guard("after", Allow(), 2)], {})
+    out = await run(
+        [guard("boom", "raise", 1, failure_mode=failure_mode), guard("after", Allow(), 2)], {}
+    )
     assert out.runs[0].outcome == "error"
     if failure_mode == "fail_closed":
         assert isinstance(out.stop, Deny) and out.stop.code == "guard_error"
@@ -182,13 +199,18 @@ async def test_a_non_decision_answer_is_a_guard_error() -> None:
 
 
 async def test_disabled_guards_and_other_phases_do_not_run() -> None:
-    guards = [guard("off", Deny("x", "y"), 1, enabled=False), guard("list-only", Deny("x", "y"), 2, runs_on=["tools_list"])]
+    guards = [
+        guard("off", Deny("x", "y"), 1, enabled=False),
+        guard("list-only", Deny("x", "y"), 2, runs_on=["tools_list"]),
+    ]
     out = await run(guards, {})
     assert out.allowed and Scripted.calls == []
 
 
 async def test_shadow_mode_records_the_denial_and_proceeds() -> None:
-    out = await run([guard("d", Deny("no", "nope"), 1), guard("after", Allow(), 2)], {}, mode=Mode.SHADOW)
+    out = await run(
+        [guard("d", Deny("no", "nope"), 1), guard("after", Allow(), 2)], {}, mode=Mode.SHADOW
+    )
     assert out.allowed
     assert out.shadow_stops and out.shadow_stops[0][0] == "d"
     assert out.runs[0].shadow and out.runs[0].outcome == "deny"

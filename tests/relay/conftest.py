@@ -43,7 +43,9 @@ def gateway(tmp_path: Path) -> GatewayFactory:
         initialize: bool = True,
     ) -> AsyncIterator[RawPeer]:
         config = write_gateway_config(
-            tmp_path, upstreams, guards=guards if guards is not None else [],
+            tmp_path,
+            upstreams,
+            guards=guards if guards is not None else [],
             gateway={"relist_interval_s": 0, **(settings or {})},
         )
         peer = await RawPeer.spawn(gateway_argv(config), env=dict(os.environ))

@@ -22,7 +22,10 @@ async def list_all(peer, method: str = "tools/list", key: str = "tools") -> list
 
 
 async def test_lists_are_namespaced_and_paged_with_wrapped_cursors(gateway: GatewayFactory) -> None:
-    ups = [echo_upstream("a", ECHO_PAGE="2", ECHO_TOOLS="echo,t1,t2"), echo_upstream("b", ECHO_PAGE="2", ECHO_TOOLS="echo,t3,t4")]
+    ups = [
+        echo_upstream("a", ECHO_PAGE="2", ECHO_TOOLS="echo,t1,t2"),
+        echo_upstream("b", ECHO_PAGE="2", ECHO_TOOLS="echo,t3,t4"),
+    ]
     async with gateway(ups) as peer:
         names = [t["name"] for t in await list_all(peer)]
         assert names == ["a__echo", "a__t1", "a__t2", "b__echo", "b__t3", "b__t4"]
@@ -47,23 +50,45 @@ async def test_calls_are_routed_by_prefix_and_names_restored(gateway: GatewayFac
         assert unknown["error"]["code"] == -32602
 
 
-async def test_initialize_merges_capabilities_and_names_the_gateway(gateway: GatewayFactory) -> None:
+async def test_initialize_merges_capabilities_and_names_the_gateway(
+    gateway: GatewayFactory,
+) -> None:
     async with gateway([echo_upstream("a"), echo_upstream("b")], initialize=False) as peer:
-        result = await peer.call("initialize", {"protocolVersion": "2025-11-25", "capabilities": {},
-                                                "clientInfo": {"name": "t", "version": "1"}})
+        result = await peer.call(
+            "initialize",
+            {
+                "protocolVersion": "2025-11-25",
+                "capabilities": {},
+                "clientInfo": {"name": "t", "version": "1"},
+            },
+        )
         assert result["serverInfo"]["name"] == "mcpward"
         assert result["capabilities"]["tools"]["listChanged"] is True
         assert "[a] echo instructions" in result["instructions"]
 
 
-async def test_server_to_client_requests_get_unique_ids_and_find_their_way_back(gateway: GatewayFactory) -> None:
-    async with gateway([echo_upstream("a"), echo_upstream("b")], capabilities={"sampling": {}}) as peer:
-        calls = [asyncio.create_task(peer.request("tools/call", {"name": f"{u}__ask", "arguments": {}})) for u in "ab"]
+async def test_server_to_client_requests_get_unique_ids_and_find_their_way_back(
+    gateway: GatewayFactory,
+) -> None:
+    async with gateway(
+        [echo_upstream("a"), echo_upstream("b")], capabilities={"sampling": {}}
+    ) as peer:
+        calls = [
+            asyncio.create_task(peer.request("tools/call", {"name": f"{u}__ask", "arguments": {}}))
+            for u in "ab"
+        ]
         asks = [await asyncio.wait_for(peer.unsolicited.get(), 10) for _ in range(2)]
         assert {a["method"] for a in asks} == {"sampling/createMessage"}
-        assert len({a["id"] for a in asks}) == 2  # both upstreams used id 1000; the client sees two ids
+        assert (
+            len({a["id"] for a in asks}) == 2
+        )  # both upstreams used id 1000; the client sees two ids
         for ask in asks:
-            await peer.send_bytes(json.dumps({"jsonrpc": "2.0", "id": ask["id"], "result": {"ok": ask["id"]}}).encode() + b"\n")
+            await peer.send_bytes(
+                json.dumps(
+                    {"jsonrpc": "2.0", "id": ask["id"], "result": {"ok": ask["id"]}}
+                ).encode()
+                + b"\n"
+            )
         answers = [json.loads((await c)["result"]["content"][0]["text"]) for c in calls]
         assert all(a["answerId"] == 1000 for a in answers)  # each upstream got its own id back
         assert sorted(a["result"]["ok"] for a in answers) == sorted(a["id"] for a in asks)
@@ -76,7 +101,9 @@ async def test_server_requests_need_the_client_capability(gateway: GatewayFactor
         assert answer["error"]["code"] == -32601
 
 
-async def test_a_crashed_upstream_does_not_affect_the_others_and_comes_back(gateway: GatewayFactory) -> None:
+async def test_a_crashed_upstream_does_not_affect_the_others_and_comes_back(
+    gateway: GatewayFactory,
+) -> None:
     async with gateway([echo_upstream("a"), echo_upstream("b")]) as peer:
         crashed = await peer.request("tools/call", {"name": "a__crash", "arguments": {}})
         assert crashed["error"]["code"] == -32011
@@ -96,8 +123,12 @@ async def test_a_crashed_upstream_does_not_affect_the_others_and_comes_back(gate
         assert "notifications/tools/list_changed" in seen
 
 
-async def test_a_hanging_upstream_answers_minus_32011_within_the_deadline(gateway: GatewayFactory) -> None:
-    async with gateway([echo_upstream("a"), echo_upstream("b")], settings={"request_timeout_s": 1}) as peer:
+async def test_a_hanging_upstream_answers_minus_32011_within_the_deadline(
+    gateway: GatewayFactory,
+) -> None:
+    async with gateway(
+        [echo_upstream("a"), echo_upstream("b")], settings={"request_timeout_s": 1}
+    ) as peer:
         started = time.monotonic()
         hung = asyncio.create_task(peer.request("tools/call", {"name": "a__hang", "arguments": {}}))
         assert await peer.call("tools/call", {"name": "b__echo", "arguments": {}})
@@ -108,9 +139,13 @@ async def test_a_hanging_upstream_answers_minus_32011_within_the_deadline(gatewa
         assert json.loads(last["content"][0]["text"]) is not None  # the upstream was told to stop
 
 
-async def test_client_cancellation_reaches_the_upstream_with_its_id(gateway: GatewayFactory) -> None:
+async def test_client_cancellation_reaches_the_upstream_with_its_id(
+    gateway: GatewayFactory,
+) -> None:
     async with gateway([echo_upstream("a")]) as peer:
-        hung = asyncio.create_task(peer.request("tools/call", {"name": "hang", "arguments": {}}, request_id="c-1"))
+        hung = asyncio.create_task(
+            peer.request("tools/call", {"name": "hang", "arguments": {}}, request_id="c-1")
+        )
         await asyncio.sleep(0.3)
         await peer.notify("notifications/cancelled", {"requestId": "c-1"})
         await asyncio.sleep(0.3)
@@ -121,8 +156,11 @@ async def test_client_cancellation_reaches_the_upstream_with_its_id(gateway: Gat
 
 
 async def test_tool_filter_hides_and_denies(gateway: GatewayFactory) -> None:
-    guard = {"kind": "tool_filter", "runs_on": ["tools_list", "tool_invoke"],
-             "config": {"rules": [{"upstream": "b", "deny": ["e*"]}]}}
+    guard = {
+        "kind": "tool_filter",
+        "runs_on": ["tools_list", "tool_invoke"],
+        "config": {"rules": [{"upstream": "b", "deny": ["e*"]}]},
+    }
     async with gateway([echo_upstream("a"), echo_upstream("b")], guards=[guard]) as peer:
         names = [t["name"] for t in await list_all(peer)]
         assert "a__echo" in names and "b__echo" not in names

@@ -11,7 +11,9 @@ async def call_echo(peer, **extra) -> dict:
     return await peer.call("tools/call", {"name": "echo", "arguments": {"m": 1}, **extra})
 
 
-async def test_malformed_json_gets_parse_error_and_the_session_goes_on(gateway: GatewayFactory) -> None:
+async def test_malformed_json_gets_parse_error_and_the_session_goes_on(
+    gateway: GatewayFactory,
+) -> None:
     async with gateway([echo_upstream("a")]) as peer:
         waiter = peer.expect_reply(None)
         await peer.send_bytes(b'{"jsonrpc": "2.0", "id": 9, "method": \n')
@@ -48,17 +50,28 @@ async def test_unknown_tool_is_invalid_params(gateway: GatewayFactory) -> None:
 
 async def test_oversized_client_frame_is_refused_with_its_id(gateway: GatewayFactory) -> None:
     async with gateway([echo_upstream("a")], settings={"max_frame_bytes": 2048}) as peer:
-        frame = json.dumps({"jsonrpc": "2.0", "id": 77, "method": "tools/call",
-                            "params": {"name": "echo", "arguments": {"blob": "y" * 5000}}})
+        frame = json.dumps(
+            {
+                "jsonrpc": "2.0",
+                "id": 77,
+                "method": "tools/call",
+                "params": {"name": "echo", "arguments": {"blob": "y" * 5000}},
+            }
+        )
         waiter = peer.expect_reply(77)
         await peer.send_bytes(frame.encode() + b"\n")
         reply = await waiter
-        assert reply["error"]["code"] == -32600 and "exceeds the limit of 2048 bytes" in reply["error"]["message"]
+        assert (
+            reply["error"]["code"] == -32600
+            and "exceeds the limit of 2048 bytes" in reply["error"]["message"]
+        )
         assert await call_echo(peer)
 
 
 async def test_oversized_upstream_frame_is_refused_promptly(gateway: GatewayFactory) -> None:
-    async with gateway([echo_upstream("a", ECHO_BIG="20000")], settings={"max_frame_bytes": 4096}) as peer:
+    async with gateway(
+        [echo_upstream("a", ECHO_BIG="20000")], settings={"max_frame_bytes": 4096}
+    ) as peer:
         reply = await peer.request("tools/call", {"name": "big", "arguments": {}})
         assert reply["error"]["code"] == -32011
         assert reply["error"]["data"]["reason"] == "frame_too_large"

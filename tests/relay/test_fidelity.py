@@ -22,7 +22,11 @@ async def test_unknown_methods_and_fields_pass_untouched(gateway: GatewayFactory
 
 async def test_tool_call_params_are_forwarded_as_judged(gateway: GatewayFactory) -> None:
     async with gateway([echo_upstream("a")]) as peer:
-        params = {"name": "echo", "arguments": {"a": [1, 2]}, "_meta": {"progressToken": 5, "k": "v"}}
+        params = {
+            "name": "echo",
+            "arguments": {"a": [1, 2]},
+            "_meta": {"progressToken": 5, "k": "v"},
+        }
         result = await peer.call("tools/call", params)
         assert json.loads(result["content"][0]["text"]) == params
 
@@ -36,8 +40,14 @@ async def test_unknown_notifications_pass_both_ways(gateway: GatewayFactory) -> 
 
 async def test_single_upstream_initialize_is_transparent(gateway: GatewayFactory) -> None:
     async with gateway([echo_upstream("solo")], initialize=False) as peer:
-        result = await peer.call("initialize", {"protocolVersion": "2025-06-18", "capabilities": {},
-                                                "clientInfo": {"name": "t", "version": "1"}})
+        result = await peer.call(
+            "initialize",
+            {
+                "protocolVersion": "2025-06-18",
+                "capabilities": {},
+                "clientInfo": {"name": "t", "version": "1"},
+            },
+        )
         assert result["serverInfo"]["name"] == "solo"
         assert result["protocolVersion"] == "2025-06-18"
         assert result["instructions"] == "echo instructions"
@@ -56,24 +66,38 @@ MODERN_META = {
 
 async def test_input_required_results_and_retries_pass_through(gateway: GatewayFactory) -> None:
     async with gateway([echo_upstream("a")], initialize=False) as peer:
-        first = await peer.call("tools/call", {"name": "mrtr", "arguments": {}, "_meta": MODERN_META})
+        first = await peer.call(
+            "tools/call", {"name": "mrtr", "arguments": {}, "_meta": MODERN_META}
+        )
         assert first["resultType"] == "input_required"
         assert first["requestState"] == "opaque-state-1"
-        retry = {"name": "mrtr", "arguments": {}, "_meta": MODERN_META,
-                 "inputResponses": {"q1": {"action": "accept", "content": {"name": "x"}}},
-                 "requestState": first["requestState"]}
+        retry = {
+            "name": "mrtr",
+            "arguments": {},
+            "_meta": MODERN_META,
+            "inputResponses": {"q1": {"action": "accept", "content": {"name": "x"}}},
+            "requestState": first["requestState"],
+        }
         second = await peer.call("tools/call", retry)
         assert json.loads(second["content"][0]["text"]) == {
-            "got": retry["inputResponses"], "state": "opaque-state-1"}
+            "got": retry["inputResponses"],
+            "state": "opaque-state-1",
+        }
 
 
 async def test_subscriptions_listen_streams_notifications(gateway: GatewayFactory) -> None:
     async with gateway([echo_upstream("a")], initialize=False) as peer:
-        listen = asyncio.create_task(peer.request("subscriptions/listen", {"_meta": MODERN_META,
-                                                                          "notifications": {"toolsListChanged": True}}))
+        listen = asyncio.create_task(
+            peer.request(
+                "subscriptions/listen",
+                {"_meta": MODERN_META, "notifications": {"toolsListChanged": True}},
+            )
+        )
         seen = [await asyncio.wait_for(peer.unsolicited.get(), 10) for _ in range(2)]
-        assert [m["method"] for m in seen] == ["notifications/subscriptions/acknowledged",
-                                               "notifications/tools/list_changed"]
+        assert [m["method"] for m in seen] == [
+            "notifications/subscriptions/acknowledged",
+            "notifications/tools/list_changed",
+        ]
         assert all("io.modelcontextprotocol/subscriptionId" in m["params"]["_meta"] for m in seen)
         assert not listen.done()
         listen.cancel()

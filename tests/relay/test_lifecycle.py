@@ -1,4 +1,4 @@
-"""No orphan upstream survives the gateway: clean exit, SIGTERM, SIGKILL of its parent or of itself."""
+"""No orphan upstream survives the gateway: clean exit, signals, SIGKILL of its parent or itself."""
 
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ from tests.support.processes import (
 
 
 def stubborn_config(tmp_path: Path) -> tuple[Path, str]:
-    """Two upstreams that ignore SIGTERM and stdin EOF, each with a grandchild; a marker finds them."""
+    """Two upstreams ignoring SIGTERM and stdin EOF, each with a grandchild; a marker finds them."""
     marker = f"mcpward-orphan-{tmp_path.name}"
     ups = []
     for name in ("a", "b"):
@@ -59,7 +59,9 @@ async def test_no_orphans_when_the_gateway_ends(tmp_path: Path, how: str) -> Non
             code = await peer.close(timeout=15)
             assert code == 0
         else:
-            sig = {"sigterm": signal.SIGTERM, "sigint": signal.SIGINT, "sigkill": signal.SIGKILL}[how]
+            sig = {"sigterm": signal.SIGTERM, "sigint": signal.SIGINT, "sigkill": signal.SIGKILL}[
+                how
+            ]
             peer.proc.send_signal(sig)
             await asyncio.wait_for(peer.proc.wait(), 15)
         await asyncio.to_thread(assert_no_survivors, marker, 10)
@@ -72,21 +74,30 @@ async def test_no_orphans_when_the_gateway_ends(tmp_path: Path, how: str) -> Non
 def test_no_orphans_when_the_gateways_parent_is_killed(tmp_path: Path) -> None:
     """A client (the parent) dies by SIGKILL: the gateway reads EOF and takes its upstreams down."""
     config, marker = stubborn_config(tmp_path)
+    init = {
+        "protocolVersion": "2025-11-25",
+        "capabilities": {},
+        "clientInfo": {"name": "p", "version": "1"},
+    }
     parent_script = textwrap.dedent(
         f"""
         import json, subprocess, sys, time
-        gw = subprocess.Popen({gateway_argv(config)!r}, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+        PIPE = subprocess.PIPE
+        gw = subprocess.Popen({gateway_argv(config)!r}, stdin=PIPE, stdout=PIPE)
         def rpc(i, method, params):
-            gw.stdin.write(json.dumps({{"jsonrpc": "2.0", "id": i, "method": method, "params": params}}).encode() + b"\\n")
+            msg = {{"jsonrpc": "2.0", "id": i, "method": method, "params": params}}
+            gw.stdin.write(json.dumps(msg).encode() + b"\\n")
             gw.stdin.flush()
             return gw.stdout.readline()
-        rpc(1, "initialize", {{"protocolVersion": "2025-11-25", "capabilities": {{}}, "clientInfo": {{"name": "p", "version": "1"}}}})
+        rpc(1, "initialize", {init!r})
         rpc(2, "tools/call", {{"name": "b__echo", "arguments": {{}}}})
         print("ready", gw.pid, flush=True)
         time.sleep(300)
         """
     )
-    parent = subprocess.Popen([sys.executable, "-c", parent_script], stdout=subprocess.PIPE, text=True)
+    parent = subprocess.Popen(
+        [sys.executable, "-c", parent_script], stdout=subprocess.PIPE, text=True
+    )
     try:
         assert parent.stdout is not None
         line = parent.stdout.readline()

@@ -49,7 +49,9 @@ guards:
 
 
 def register(app: typer.Typer) -> None:
-    config_app = typer.Typer(help="Validate, describe and start a configuration.", no_args_is_help=True)
+    config_app = typer.Typer(
+        help="Validate, describe and start a configuration.", no_args_is_help=True
+    )
     app.add_typer(config_app, name="config")
 
     @config_app.command("check")
@@ -62,10 +64,15 @@ def register(app: typer.Typer) -> None:
             Console(stderr=True).print(f"[red]{exc}[/red]", markup=True, highlight=False)
             raise typer.Exit(1) from None
         cfg = loaded.config
-        console.print(f"[green]ok[/green] {file}: front {cfg.front.kind}, {len(cfg.upstreams)} upstream(s)")
+        console.print(
+            f"[green]ok[/green] {file}: front {cfg.front.kind}, {len(cfg.upstreams)} upstream(s)"
+        )
         for upstream in cfg.upstreams:
             target = getattr(upstream, "command", None) or getattr(upstream, "url", "")
-            console.print(f"  upstream [bold]{upstream.id}[/bold] ({upstream.kind}): {target}", highlight=False)
+            console.print(
+                f"  upstream [bold]{upstream.id}[/bold] ({upstream.kind}): {target}",
+                highlight=False,
+            )
         source = "built-in defaults" if cfg.guards is None else "config"
         console.print(f"  {len(loaded.guard_specs)} guard(s) from {source}:")
         for spec in sorted(loaded.guard_specs, key=lambda s: s.priority):
@@ -84,7 +91,9 @@ def register(app: typer.Typer) -> None:
 
     @config_app.command("init")
     def init(
-        file: Path = typer.Argument(Path("mcpward.yaml"), help="Where to write the starter config."),
+        file: Path = typer.Argument(
+            Path("mcpward.yaml"), help="Where to write the starter config."
+        ),
         force: bool = typer.Option(False, "--force", help="Overwrite an existing file."),
     ) -> None:
         """Write a commented starter configuration."""

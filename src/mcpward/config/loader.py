@@ -85,7 +85,9 @@ class _Invalid(BaseModel):
 _INVALID = _Invalid()
 
 
-def _check_guards(specs: list[GuardSpec], from_defaults: bool) -> tuple[list[BaseModel], list[ConfigProblem]]:
+def _check_guards(
+    specs: list[GuardSpec], from_defaults: bool
+) -> tuple[list[BaseModel], list[ConfigProblem]]:
     problems: list[ConfigProblem] = []
     options: list[BaseModel] = []
     seen: dict[str, int] = {}
@@ -131,7 +133,9 @@ def _check_guards(specs: list[GuardSpec], from_defaults: bool) -> tuple[list[Bas
 def parse_config(data: Any, source: str = "<config>") -> LoadedConfig:
     """Validate already parsed YAML/JSON data."""
     if not isinstance(data, dict):
-        raise ConfigError(source, [ConfigProblem("", "the file must contain a mapping at the top level")])
+        raise ConfigError(
+            source, [ConfigProblem("", "the file must contain a mapping at the top level")]
+        )
     try:
         config = GatewayConfig.model_validate(data)
     except ValidationError as exc:
@@ -155,7 +159,9 @@ def load_config(path: Path | str) -> LoadedConfig:
     try:
         text = Path(path).read_text(encoding="utf-8")
     except OSError as exc:
-        raise ConfigError(source, [ConfigProblem("", f"cannot read the file: {exc.strerror}")]) from None
+        raise ConfigError(
+            source, [ConfigProblem("", f"cannot read the file: {exc.strerror}")]
+        ) from None
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:

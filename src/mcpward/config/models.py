@@ -5,7 +5,15 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Discriminator,
+    Field,
+    Tag,
+    field_validator,
+    model_validator,
+)
 
 from mcpward.evidence.settings import EvidenceSettings
 from mcpward.pipeline.spec import GuardSpec, Mode
@@ -22,7 +30,9 @@ class SecretRef(Strict):
     """A secret value taken from an environment variable or a file, never written in config."""
 
     env: str | None = Field(default=None, description="Environment variable holding the value.")
-    file: Path | None = Field(default=None, description="File holding the value (trailing newline stripped).")
+    file: Path | None = Field(
+        default=None, description="File holding the value (trailing newline stripped)."
+    )
     prefix: str = Field(default="", description='Text put before the value, e.g. "Bearer ".')
 
     @model_validator(mode="after")
@@ -136,7 +146,9 @@ class GatewayConfig(Strict):
 
     @field_validator("upstreams")
     @classmethod
-    def _unique_ids(cls, value: list[StdioUpstream | HttpUpstream]) -> list[StdioUpstream | HttpUpstream]:
+    def _unique_ids(
+        cls, value: list[StdioUpstream | HttpUpstream]
+    ) -> list[StdioUpstream | HttpUpstream]:
         seen: set[str] = set()
         for upstream in value:
             if upstream.id in seen:

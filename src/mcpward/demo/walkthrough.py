@@ -206,7 +206,9 @@ async def step_rug_pull_held(run: DemoRun) -> None:
         result = await run.client.call_tool("echo", {"message": "hi", "token": "t"})
     except MCPError as exc:
         if exc.code != HOLD:
-            raise StepFailed(f"expected error {HOLD} (hold), got {exc.code}: {exc.message}") from None
+            raise StepFailed(
+                f"expected error {HOLD} (hold), got {exc.code}: {exc.message}"
+            ) from None
         data = exc.data if isinstance(exc.data, dict) else {}
         show_held_call(run.console, run.state_dir, data)
         command = accept_held_call(run.state_dir, data)
@@ -254,7 +256,9 @@ async def step_receipts_verified(run: DemoRun) -> None:
     state = await asyncio.to_thread(_checkpoint_and_verify, run.state_dir)
     if state != "ok":
         raise StepFailed(f"mcpward ledger verify says {state}, not ok")
-    run.say(f"{len(receipts)} receipts; [bold]mcpward ledger verify[/bold] -> [green]{state}[/green]")
+    run.say(
+        f"{len(receipts)} receipts; [bold]mcpward ledger verify[/bold] -> [green]{state}[/green]"
+    )
 
 
 DEFAULT_STEPS: list[Step] = [

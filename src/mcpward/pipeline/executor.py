@@ -96,7 +96,7 @@ class Pipeline:
         for guard in self.guards:
             try:
                 await guard.close()
-            except Exception:  # noqa: BLE001 - shutdown must finish
+            except Exception:
                 log.exception("guard %s failed to close", guard.id)
 
     async def _run_one(
@@ -116,7 +116,7 @@ class Pipeline:
             failure = "timeout"
         except asyncio.CancelledError:
             raise
-        except Exception as exc:  # noqa: BLE001 - a guard's bug follows its failure mode
+        except Exception as exc:
             failure = "error"
             log.warning("guard %s raised %s at %s", guard.id, type(exc).__name__, phase.value)
         elapsed = time.perf_counter() - started

@@ -7,7 +7,13 @@ from typing import Any
 
 import jsonpath
 
-from mcpward.pipeline.decisions import AddWarning, ModifyAction, RedactFields, ReplacePayload, ReplaceTools
+from mcpward.pipeline.decisions import (
+    AddWarning,
+    ModifyAction,
+    RedactFields,
+    ReplacePayload,
+    ReplaceTools,
+)
 from mcpward.pipeline.phases import LIST_PHASES, Phase
 
 
@@ -31,7 +37,9 @@ def redact_paths(payload: Any, paths: list[str], replacement: str) -> int:
         for match in matches:
             parts = match.pointer().parts
             if not parts:
-                raise ModifyError("RedactFields cannot replace the whole payload; use a deeper path")
+                raise ModifyError(
+                    "RedactFields cannot replace the whole payload; use a deeper path"
+                )
             parent: Any = payload
             for part in parts[:-1]:
                 parent = parent[int(part)] if isinstance(parent, list) else parent[part]

@@ -4,7 +4,7 @@
 |----------------------------|---------------------|-------------------------------------------|
 | request                    | the method          | the request's params (dict)               |
 | response                   | the method          | the result (dict)                         |
-| tools/prompts/resources_list | None              | the listed items (list of dicts), upstream-local names |
+| *_list (tools, prompts, resources) | None      | the listed items (dicts), upstream-local names |
 | tool_invoke / prompt_request | tool/prompt name  | the arguments (dict)                      |
 | resource_request           | the URI             | the request's params (dict)               |
 | tool/prompt/resource_result | name or URI        | the result (dict)                         |

@@ -34,7 +34,9 @@ def message_era(params: dict[str, Any] | None) -> Era:
     return Era.HANDSHAKE
 
 
-def complete_result(value: dict[str, Any], era: Era, server_info: dict[str, Any] | None = None) -> dict[str, Any]:
+def complete_result(
+    value: dict[str, Any], era: Era, server_info: dict[str, Any] | None = None
+) -> dict[str, Any]:
     """Make a synthesised result valid for the era of the request it answers."""
     if era is Era.MODERN:
         value.setdefault("resultType", "complete")

@@ -1,4 +1,4 @@
-"""JSON-RPC error codes: the standard ones, MCP 2026-07-28's, and the gateway's own (-32010..-32013).
+"""JSON-RPC error codes: the standard ones, MCP 2026-07-28's, and the gateway's own (-32010..13).
 
 Also the closed vocabulary of reasons an upstream is unusable.
 """

@@ -81,7 +81,7 @@ class Catalog:
     async def _run(self, upstream: str, fetcher: Fetcher) -> UpstreamSnapshot | None:
         try:
             snap = await fetcher()
-        except Exception as exc:  # noqa: BLE001 - a failed re-read keeps the last snapshot
+        except Exception as exc:
             log.warning("re-reading upstream %s failed: %s", upstream, exc)
             snap = None
         finally:
@@ -95,7 +95,7 @@ class Catalog:
         for listener in list(self._listeners):
             try:
                 await listener(snap)
-            except Exception:  # noqa: BLE001 - one listener's bug must not stop the others
+            except Exception:
                 log.exception("catalog listener failed for %s", snap.upstream)
 
     def update_tools(self, upstream: str, tools: list[dict[str, Any]], fetched_at: float) -> bool:

@@ -33,9 +33,11 @@ class GatewayStartError(Exception):
 
 
 class Gateway:
-    """Holds what all sessions share: the pipeline, the catalog, the recorder, the upstream specs."""
+    """What all sessions share: the pipeline, the catalog, the recorder, the upstream specs."""
 
-    def __init__(self, loaded: LoadedConfig, state_dir: Path, recorder: Recorder | None = None) -> None:
+    def __init__(
+        self, loaded: LoadedConfig, state_dir: Path, recorder: Recorder | None = None
+    ) -> None:
         config = loaded.config
         self.loaded = loaded
         self.config = config
@@ -43,7 +45,9 @@ class Gateway:
         self.state_dir = state_dir
         self.specs = {u.id: u for u in config.upstreams}
         self.upstream_ids = [u.id for u in config.upstreams]
-        self.namespace = Namespace(self.upstream_ids, self.settings.namespace_separator, config.namespaced())
+        self.namespace = Namespace(
+            self.upstream_ids, self.settings.namespace_separator, config.namespaced()
+        )
         self.pipeline = Pipeline(loaded.build_guards(), mode=self.settings.mode)
         self.catalog = Catalog(self.upstream_ids)
         self.recorder: Recorder = recorder or NullRecorder()
@@ -61,14 +65,18 @@ class Gateway:
             recorder = build_recorder(loaded.config.evidence, state_dir)
         gateway = cls(loaded, state_dir, recorder)
         services = GatewayServices(
-            state_dir=state_dir, catalog=gateway.catalog, upstream_identities=dict(gateway.identities)
+            state_dir=state_dir,
+            catalog=gateway.catalog,
+            upstream_identities=dict(gateway.identities),
         )
         for guard in gateway.pipeline.guards:
             try:
                 await guard.attach(services)
-            except Exception as exc:  # noqa: BLE001 - any guard that cannot start stops the start
+            except Exception as exc:
                 await gateway.recorder.close()
-                raise GatewayStartError(f"guard {guard.id!r} ({guard.kind}) cannot start: {exc}") from exc
+                raise GatewayStartError(
+                    f"guard {guard.id!r} ({guard.kind}) cannot start: {exc}"
+                ) from exc
         if gateway.settings.relist_interval_s > 0:
             gateway._relister = asyncio.create_task(gateway._relist_forever())
         return gateway
@@ -90,7 +98,10 @@ class Gateway:
         )
 
     async def open_session(
-        self, downstream: Downstream, identity: Identity | None = None, session_id: str | None = None
+        self,
+        downstream: Downstream,
+        identity: Identity | None = None,
+        session_id: str | None = None,
     ) -> Session:
         session = Session(self, downstream, identity, session_id)
         self.sessions.add(session)

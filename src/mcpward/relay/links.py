@@ -8,8 +8,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import itertools
-import math
 import logging
+import math
 from collections.abc import Awaitable, Callable
 from enum import Enum
 from typing import Any
@@ -129,7 +129,7 @@ class UpstreamLink:
                 return
             except asyncio.CancelledError:
                 raise
-            except Exception:  # noqa: BLE001 - a connector bug must not kill the session
+            except Exception:
                 log.exception("upstream %s reader failed", self.id)
                 await self._went_down(UpstreamFailure.UNPARSEABLE, "reader failed")
                 return
@@ -144,7 +144,7 @@ class UpstreamLink:
                     continue
             try:
                 await self._on_message(self, message)
-            except Exception:  # noqa: BLE001
+            except Exception:
                 log.exception("handling a message from upstream %s failed", self.id)
 
     def _fail_one(self, request_id: object, reason: UpstreamFailure) -> None:

@@ -1,4 +1,4 @@
-"""The gateway's own error replies: denial (-32013), hold (-32010), upstream (-32011), internal (-32012)."""
+"""The gateway's own error replies: denial -32013, hold -32010, upstream -32011, internal -32012."""
 
 from __future__ import annotations
 
@@ -23,8 +23,15 @@ def denied(request_id: RequestId, guard_id: str, deny: Deny) -> Message:
     )
 
 
-def held(request_id: RequestId, guard_id: str, hold: Hold, upstream: str, name: str | None) -> Message:
-    data: dict[str, Any] = {"upstream": upstream, "tool": name, "guard": guard_id, "code": hold.code}
+def held(
+    request_id: RequestId, guard_id: str, hold: Hold, upstream: str, name: str | None
+) -> Message:
+    data: dict[str, Any] = {
+        "upstream": upstream,
+        "tool": name,
+        "guard": guard_id,
+        "code": hold.code,
+    }
     data.update(hold.details)
     return jsonrpc.error(request_id, errors.HOLD, hold.message, data)
 

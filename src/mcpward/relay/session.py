@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import itertools
-import math
 import logging
+import math
 import re
 import time
 from collections.abc import Awaitable, Callable
@@ -23,17 +24,17 @@ from mcpward.pipeline.executor import Outcome
 from mcpward.pipeline.phases import Phase
 from mcpward.pipeline.services import UpstreamSnapshot
 from mcpward.protocol import errors, jsonrpc, methods
-from mcpward.protocol.errors import UpstreamFailure
 from mcpward.protocol.eras import (
     LATEST_HANDSHAKE,
-    MODERN_VERSIONS,
     META_CLIENT_CAPABILITIES,
     META_PROTOCOL_VERSION,
     META_SERVER_INFO,
+    MODERN_VERSIONS,
     Era,
     complete_result,
     message_era,
 )
+from mcpward.protocol.errors import UpstreamFailure
 from mcpward.protocol.jsonrpc import Frame, FrameKind, Message, RequestId
 from mcpward.relay import replies
 from mcpward.relay.links import UpstreamError, UpstreamLink
@@ -98,7 +99,11 @@ def _decision_of(out: Outcome, error_code: int | None = None) -> str:
     if out.stop is not None:
         return "hold" if isinstance(out.stop, Hold) else "deny"
     if out.shadow_stops:
-        return "would_hold_dry_run" if isinstance(out.shadow_stops[0][1], Hold) else "would_deny_dry_run"
+        return (
+            "would_hold_dry_run"
+            if isinstance(out.shadow_stops[0][1], Hold)
+            else "would_deny_dry_run"
+        )
     if error_code is not None:
         return "error"
     if out.modified:
@@ -137,7 +142,9 @@ class Session:
         self.client_caps: dict[str, Any] = {}
         self.modern_version: str | None = None
         self.links: dict[str, UpstreamLink] = {
-            upstream_id: gateway.make_link(upstream_id, self._on_upstream_message, self._on_link_state)
+            upstream_id: gateway.make_link(
+                upstream_id, self._on_upstream_message, self._on_link_state
+            )
             for upstream_id in gateway.upstream_ids
         }
         self._fetchers: dict[str, Callable[[], Awaitable[UpstreamSnapshot | None]]] = {}
@@ -180,7 +187,9 @@ class Session:
             request_id = frame.message["id"]
             if request_id in self._inflight:
                 await self._send(
-                    jsonrpc.error(request_id, errors.INVALID_REQUEST, "request id is already in use"),
+                    jsonrpc.error(
+                        request_id, errors.INVALID_REQUEST, "request id is already in use"
+                    ),
                     None,
                 )
                 return
@@ -200,7 +209,7 @@ class Session:
                 reply = await handler(message)
             except asyncio.CancelledError:
                 raise
-            except Exception:  # noqa: BLE001 - a gateway bug fails closed with -32012
+            except Exception:
                 reply = replies.internal(request_id, method)
             if reply is not None:
                 result = reply.get("result")
@@ -226,9 +235,9 @@ class Session:
             if task is not None:
                 task.cancel()
         elif method == methods.PROGRESS:
-            link = self._server_progress.get(params.get("progressToken"))
-            if link is not None:
-                await link.send_raw(message)
+            owner = self._server_progress.get(params.get("progressToken"))
+            if owner is not None:
+                await owner.send_raw(message)
         else:
             for link in self.links.values():
                 await link.send_raw(message)
@@ -305,7 +314,9 @@ class Session:
             for kind in ("tools", "prompts", "resources"):
                 caps = (link.init_result or {}).get("capabilities") or {}
                 if kind == "tools" or kind in caps:
-                    await self._send(jsonrpc.notification(f"notifications/{kind}/list_changed"), None)
+                    await self._send(
+                        jsonrpc.notification(f"notifications/{kind}/list_changed"), None
+                    )
 
     # ---- helpers -------------------------------------------------------------------------
 
@@ -314,7 +325,7 @@ class Session:
             return
         try:
             await self.downstream.send(message, related)
-        except Exception as exc:  # noqa: BLE001 - the client is gone
+        except Exception as exc:
             log.debug("client send failed: %s", type(exc).__name__)
 
     def _spawn(self, coro: Awaitable[Any]) -> None:
@@ -353,7 +364,11 @@ class Session:
         return out
 
     async def _request(
-        self, link: UpstreamLink, method: str, params: dict[str, Any] | None, client_rid: RequestId,
+        self,
+        link: UpstreamLink,
+        method: str,
+        params: dict[str, Any] | None,
+        client_rid: RequestId,
         timeout: float | None = None,
     ) -> Message:
         await link.ensure_started()
@@ -376,7 +391,9 @@ class Session:
         await self.g.recorder.record(record)
 
     def _finish(self, request_id: RequestId, result: dict[str, Any], era: Era) -> Message:
-        return jsonrpc.result(request_id, complete_result(result, era) if era is Era.MODERN else result)
+        return jsonrpc.result(
+            request_id, complete_result(result, era) if era is Era.MODERN else result
+        )
 
     # ---- handshake -------------------------------------------------------------------------
 
@@ -408,7 +425,9 @@ class Session:
             if isinstance(first, UpstreamError):
                 return replies.upstream_unavailable(request_id, first)
             return jsonrpc.error(
-                request_id, errors.UPSTREAM_UNAVAILABLE, "no upstream could be initialized",
+                request_id,
+                errors.UPSTREAM_UNAVAILABLE,
+                "no upstream could be initialized",
                 {"reason": "not_connected"},
             )
         return jsonrpc.result(request_id, merge_initialize(params.get("protocolVersion"), good))
@@ -417,7 +436,9 @@ class Session:
         if link.modern_committed:
             await link.reconnect()
         await link.ensure_started()
-        reply = await link.request_raw(methods.INITIALIZE, params, self.g.settings.connect_timeout_s)
+        reply = await link.request_raw(
+            methods.INITIALIZE, params, self.g.settings.connect_timeout_s
+        )
         if isinstance(reply.get("result"), dict):
             link.init_params = params
             link.init_result = reply["result"]
@@ -443,14 +464,18 @@ class Session:
             return_exceptions=True,
         )
         good = []
-        for link, outcome in zip(self.links.values(), outcomes, strict=True):
-            if isinstance(outcome, dict):
-                good.append((link.id, outcome))
+        for link, answer in zip(self.links.values(), outcomes, strict=True):
+            if isinstance(answer, dict):
+                good.append((link.id, answer))
             else:
-                log.warning("upstream %s did not answer server/discover: %s", link.id, _describe(outcome))
+                log.warning(
+                    "upstream %s did not answer server/discover: %s", link.id, _describe(answer)
+                )
         if not good:
             return jsonrpc.error(
-                request_id, errors.UPSTREAM_UNAVAILABLE, "no upstream answered server/discover",
+                request_id,
+                errors.UPSTREAM_UNAVAILABLE,
+                "no upstream answered server/discover",
                 {"reason": "not_connected"},
             )
         if era is Era.MODERN:
@@ -466,7 +491,9 @@ class Session:
             link.init_result = reply["result"]
         return reply
 
-    async def _discover_or_bridge(self, link: UpstreamLink, params: dict[str, Any]) -> dict[str, Any]:
+    async def _discover_or_bridge(
+        self, link: UpstreamLink, params: dict[str, Any]
+    ) -> dict[str, Any]:
         """A DiscoverResult for this upstream: its own, or one bridged from a handshake."""
         reply = await self._discover_link(link, params)
         if isinstance(reply.get("result"), dict):
@@ -477,11 +504,15 @@ class Session:
         """Open a handshake-only upstream for a 2026-07-28 client: the gateway does the handshake.
 
         The upstream is told of no client capabilities, so it sends no server->client requests
-        (they have no 2026-07-28 form to be translated into). Results get `resultType` on the way out.
+        (they have no 2026-07-28 form to translate into). Results get `resultType` on the way out.
         """
         if link.modern_committed and link.init_result is not None:
             await link.reconnect()
-        init = {"protocolVersion": LATEST_HANDSHAKE, "capabilities": {}, "clientInfo": dict(GATEWAY_INFO)}
+        init = {
+            "protocolVersion": LATEST_HANDSHAKE,
+            "capabilities": {},
+            "clientInfo": dict(GATEWAY_INFO),
+        }
         reply = await link.request_raw(methods.INITIALIZE, init, self.g.settings.connect_timeout_s)
         result = reply.get("result")
         if not isinstance(result, dict):
@@ -503,7 +534,10 @@ class Session:
         async with link.prepare_lock:
             if link.init_result is not None:
                 return
-            meta = {META_PROTOCOL_VERSION: self.modern_version, META_CLIENT_CAPABILITIES: {}}
+            meta: dict[str, Any] = {
+                META_PROTOCOL_VERSION: self.modern_version,
+                META_CLIENT_CAPABILITIES: {},
+            }
             await self._discover_or_bridge(link, {"_meta": meta})
 
     async def _ping(self, message: Message) -> Message:
@@ -538,7 +572,9 @@ class Session:
         self, request_id: RequestId, method: str, params: dict[str, Any], kind: ListKind, era: Era
     ) -> Message:
         try:
-            start, cursor = self.ns.unwrap_cursor(params["cursor"]) if "cursor" in params else (0, None)
+            start, cursor = (
+                self.ns.unwrap_cursor(params["cursor"]) if "cursor" in params else (0, None)
+            )
         except CursorError as exc:
             return replies.invalid_params(request_id, f"invalid cursor: {exc}")
         order = list(self.links.values())[start:]
@@ -576,7 +612,7 @@ class Session:
         if next_cursor:
             merged["nextCursor"] = next_cursor
         if era is Era.MODERN:
-            # Our merged list is per session (guards may filter per client): never shared, never cached.
+            # The merged list is per session (guards may filter per client): never shared or cached.
             merged.update(ttlMs=0, cacheScope="private")
         return self._finish(request_id, merged, era)
 
@@ -599,7 +635,12 @@ class Session:
         return item
 
     async def _judge_items(
-        self, upstream: str, kind: ListKind, result: dict[str, Any], era: Era, complete: bool,
+        self,
+        upstream: str,
+        kind: ListKind,
+        result: dict[str, Any],
+        era: Era,
+        complete: bool,
         method: str,
     ) -> dict[str, Any]:
         """Run the list phase over one upstream's page; returns the (possibly filtered) result."""
@@ -624,26 +665,38 @@ class Session:
         if out.modified or out.stop is not None or out.shadow_stops:
             await self._record(
                 DecisionRecord(
-                    started_at=started, method=method, upstream=upstream, name=None,
-                    decision=_decision_of(out), session_id=self.session_id, era=era.value,
-                    identity=self.identity, result=result, runs=out.runs, stopped_by=out.stopped_by,
+                    started_at=started,
+                    method=method,
+                    upstream=upstream,
+                    name=None,
+                    decision=_decision_of(out),
+                    session_id=self.session_id,
+                    era=era.value,
+                    identity=self.identity,
+                    result=result,
+                    runs=out.runs,
+                    stopped_by=out.stopped_by,
                     gateway_ms=(time.perf_counter() - t0) * 1000.0,
                 )
             )
         if out.stop is not None:
             # A list cannot be half-denied: the whole page from this upstream is withheld.
             log.warning("guard %s withheld %s of %s", out.stopped_by, kind.key, upstream)
-            return {kind.key: []} if self.ns.enabled else replies.stopped(
-                0, out.stopped_by or "?", out.stop, upstream, None
+            return (
+                {kind.key: []}
+                if self.ns.enabled
+                else replies.stopped(0, out.stopped_by or "?", out.stop, upstream, None)
             )
         return result
 
-    async def _note_complete_list(self, upstream: str, kind: ListKind, items: list[dict[str, Any]]) -> None:
+    async def _note_complete_list(
+        self, upstream: str, kind: ListKind, items: list[dict[str, Any]]
+    ) -> None:
         snap = self.g.catalog.snapshot(upstream)
         current = getattr(snap, kind.snapshot_field) if snap else None
         if current == items:
             return
-        fresh = UpstreamSnapshot(upstream=upstream) if snap is None else _copy_snapshot(snap)
+        fresh = UpstreamSnapshot(upstream=upstream) if snap is None else dataclasses.replace(snap)
         setattr(fresh, kind.snapshot_field, items)
         fresh.fetched_at = time.monotonic()
         await self.g.catalog.publish(fresh)
@@ -658,7 +711,11 @@ class Session:
         for pattern, upstream in self._template_routes:
             if pattern.match(uri):
                 return upstream
-        offering = [u for u, link in self.links.items() if self._offers(link, "resources") and link.init_result]
+        offering = [
+            u
+            for u, link in self.links.items()
+            if self._offers(link, "resources") and link.init_result
+        ]
         return offering[0] if len(offering) == 1 else None
 
     async def _judged_call(self, message: Message) -> Message:
@@ -708,9 +765,16 @@ class Session:
             out = await pipeline.run((call.invoke_phase,), local, payload, ctx, out)
             payload = out.payload
         record = DecisionRecord(
-            started_at=started, method=method, upstream=upstream, name=local, decision="allow",
-            session_id=self.session_id, era=era.value, identity=self.identity,
-            arguments=payload, tool_definition=self._definition(upstream, method, local),
+            started_at=started,
+            method=method,
+            upstream=upstream,
+            name=local,
+            decision="allow",
+            session_id=self.session_id,
+            era=era.value,
+            identity=self.identity,
+            arguments=payload,
+            tool_definition=self._definition(upstream, method, local),
         )
         if out.stop is not None:
             reply = replies.stopped(request_id, out.stopped_by or "?", out.stop, upstream, local)
@@ -735,23 +799,36 @@ class Session:
         upstream_ms = (time.perf_counter() - t_up) * 1000.0
         result = reply.get("result")
         if not isinstance(result, dict):
-            return await self._close_record(record, out, {**reply, "id": request_id}, t0, upstream_ms)
+            return await self._close_record(
+                record, out, {**reply, "id": request_id}, t0, upstream_ms
+            )
         if result.get("resultType") == "input_required":
             # MRTR: the retry is a new request and is judged again in full.
-            return await self._close_record(record, out, jsonrpc.result(request_id, result), t0, upstream_ms)
+            return await self._close_record(
+                record, out, jsonrpc.result(request_id, result), t0, upstream_ms
+            )
         if pipeline.has(call.result_phase) or pipeline.has(Phase.RESPONSE):
             out = await pipeline.run((call.result_phase, Phase.RESPONSE), local, result, ctx, out)
             if out.stop is not None:
-                reply = replies.stopped(request_id, out.stopped_by or "?", out.stop, upstream, local)
+                reply = replies.stopped(
+                    request_id, out.stopped_by or "?", out.stop, upstream, local
+                )
                 return await self._close_record(record, out, reply, t0, upstream_ms)
             result = out.payload
         if out.warnings:
             result = _with_warnings(result, out.warnings, method)
         record.result = result
-        return await self._close_record(record, out, jsonrpc.result(request_id, result), t0, upstream_ms)
+        return await self._close_record(
+            record, out, jsonrpc.result(request_id, result), t0, upstream_ms
+        )
 
     async def _close_record(
-        self, record: DecisionRecord, out: Outcome, reply: Message, t0: float, upstream_ms: float | None
+        self,
+        record: DecisionRecord,
+        out: Outcome,
+        reply: Message,
+        t0: float,
+        upstream_ms: float | None,
     ) -> Message:
         error = reply.get("error")
         record.error_code = error.get("code") if isinstance(error, dict) else None
@@ -785,7 +862,9 @@ class Session:
         params = message.get("params") or {}
         uri = params.get("uri")
         if not isinstance(uri, str):
-            return replies.invalid_params(message["id"], f"{message['method']} needs a string 'uri'")
+            return replies.invalid_params(
+                message["id"], f"{message['method']} needs a string 'uri'"
+            )
         upstream = self._route_uri(uri)
         if upstream is None:
             return replies.invalid_params(message["id"], f"Resource not found: {uri}")
@@ -793,7 +872,8 @@ class Session:
 
     async def _complete(self, message: Message) -> Message:
         params = message.get("params") or {}
-        ref = params.get("ref") if isinstance(params.get("ref"), dict) else {}
+        raw_ref = params.get("ref")
+        ref: dict[str, Any] = raw_ref if isinstance(raw_ref, dict) else {}
         if ref.get("type") == "ref/prompt" and isinstance(ref.get("name"), str):
             route = self.ns.inward(ref["name"])
             if route is None:
@@ -818,13 +898,7 @@ class Session:
         for outcome in outcomes:
             if isinstance(outcome, dict) and isinstance(outcome.get("result"), dict):
                 return self._finish(message["id"], outcome["result"], era)
-        for outcome in outcomes:
-            if isinstance(outcome, dict):
-                return {**outcome, "id": message["id"]}
-        return jsonrpc.error(
-            message["id"], errors.UPSTREAM_UNAVAILABLE, "no upstream is available",
-            {"reason": "not_connected"},
-        )
+        return _first_answer(message["id"], outcomes)
 
     async def _listen(self, message: Message) -> Message:
         """subscriptions/listen: held open on every upstream until the client cancels it."""
@@ -834,16 +908,13 @@ class Session:
         if not self.ns.enabled:
             return await self._forward(live[0], message, params, timeout=math.inf)
         outcomes = await asyncio.gather(
-            *(self._request(link, message["method"], params, message["id"], math.inf) for link in live),
+            *(
+                self._request(link, message["method"], params, message["id"], math.inf)
+                for link in live
+            ),
             return_exceptions=True,
         )
-        for outcome in outcomes:
-            if isinstance(outcome, dict):
-                return {**outcome, "id": message["id"]}
-        return jsonrpc.error(
-            message["id"], errors.UPSTREAM_UNAVAILABLE, "no upstream is available",
-            {"reason": "not_connected"},
-        )
+        return _first_answer(message["id"], outcomes)
 
     async def _forward_other(self, message: Message) -> Message:
         """Methods the gateway does not know: passed through untouched (one upstream) or by name."""
@@ -854,13 +925,19 @@ class Session:
         route = self.ns.inward(name) if isinstance(name, str) else None
         if route is None:
             return jsonrpc.error(
-                message["id"], errors.METHOD_NOT_FOUND,
+                message["id"],
+                errors.METHOD_NOT_FOUND,
                 f"method {message['method']!r} cannot be routed across {len(self.links)} upstreams",
             )
-        return await self._forward(self.links[route[0]], message, {**(params or {}), "name": route[1]})
+        return await self._forward(
+            self.links[route[0]], message, {**(params or {}), "name": route[1]}
+        )
 
     async def _forward(
-        self, link: UpstreamLink, message: Message, params: dict[str, Any] | None,
+        self,
+        link: UpstreamLink,
+        message: Message,
+        params: dict[str, Any] | None,
         timeout: float | None = None,
     ) -> Message:
         request_id = message["id"]
@@ -906,7 +983,9 @@ class Session:
             return None
         snap = UpstreamSnapshot(upstream=link.id, fetched_at=time.monotonic())
         result = link.init_result
-        snap.instructions = result.get("instructions") if isinstance(result.get("instructions"), str) else None
+        snap.instructions = (
+            result.get("instructions") if isinstance(result.get("instructions"), str) else None
+        )
         info = result.get("serverInfo")
         if not isinstance(info, dict):  # 2026-07-28: server/discover carries it in _meta
             meta = result.get("_meta")
@@ -923,7 +1002,9 @@ class Session:
             setattr(snap, kind.snapshot_field, items)
         return snap
 
-    async def _read_all(self, link: UpstreamLink, method: str, key: str) -> list[dict[str, Any]] | None:
+    async def _read_all(
+        self, link: UpstreamLink, method: str, key: str
+    ) -> list[dict[str, Any]] | None:
         items: list[dict[str, Any]] = []
         cursor: str | None = None
         for _ in range(MAX_LIST_PAGES):
@@ -951,17 +1032,24 @@ class Session:
             self.g.catalog.clear_fetcher(upstream_id, fetcher)
         for task in list(self._inflight.values()) + list(self._background):
             task.cancel()
-        await asyncio.gather(*(link.close() for link in self.links.values()), return_exceptions=True)
+        await asyncio.gather(
+            *(link.close() for link in self.links.values()), return_exceptions=True
+        )
         for task in list(self._inflight.values()) + list(self._background):
             with contextlib.suppress(BaseException):
                 await task
 
 
-def _copy_snapshot(snap: UpstreamSnapshot) -> UpstreamSnapshot:
-    return UpstreamSnapshot(
-        upstream=snap.upstream, tools=snap.tools, prompts=snap.prompts, resources=snap.resources,
-        resource_templates=snap.resource_templates, instructions=snap.instructions,
-        server_info=snap.server_info, fetched_at=snap.fetched_at,
+def _first_answer(request_id: RequestId, outcomes: list[Any]) -> Message:
+    """The first upstream answer (with the client's id), or -32011 if none answered."""
+    for outcome in outcomes:
+        if isinstance(outcome, dict):
+            return {**outcome, "id": request_id}
+    return jsonrpc.error(
+        request_id,
+        errors.UPSTREAM_UNAVAILABLE,
+        "no upstream is available",
+        {"reason": "not_connected"},
     )
 
 
@@ -986,4 +1074,3 @@ def _describe(outcome: object) -> str:
     if isinstance(outcome, dict) and isinstance(outcome.get("error"), dict):
         return f"error {outcome['error'].get('code')}"
     return str(outcome)
-

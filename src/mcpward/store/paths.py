@@ -1,4 +1,4 @@
-"""Where mcpward keeps its state: config `state_dir`, else $MCPWARD_STATE_DIR, else XDG state dir."""
+"""Where mcpward keeps its state: config `state_dir`, else $MCPWARD_STATE_DIR, else the XDG dir."""
 
 from __future__ import annotations
 

@@ -36,11 +36,16 @@ class RawPeer:
         )
         return cls(proc)
 
-    async def initialize(self, version: str = "2025-11-25", capabilities: dict[str, Any] | None = None) -> dict[str, Any]:
+    async def initialize(
+        self, version: str = "2025-11-25", capabilities: dict[str, Any] | None = None
+    ) -> dict[str, Any]:
         reply = await self.call(
             "initialize",
-            {"protocolVersion": version, "capabilities": capabilities or {},
-             "clientInfo": {"name": "rawpeer", "version": "1"}},
+            {
+                "protocolVersion": version,
+                "capabilities": capabilities or {},
+                "clientInfo": {"name": "rawpeer", "version": "1"},
+            },
         )
         await self.notify("notifications/initialized")
         return reply
@@ -70,7 +75,9 @@ class RawPeer:
         self.proc.stdin.write(data)
         await self.proc.stdin.drain()
 
-    async def request(self, method: str, params: dict[str, Any] | None = None, request_id: Any = None) -> dict[str, Any]:
+    async def request(
+        self, method: str, params: dict[str, Any] | None = None, request_id: Any = None
+    ) -> dict[str, Any]:
         """Send a request; return the whole response message (result or error)."""
         if request_id is None:
             self.next_id += 1

@@ -7,7 +7,9 @@ from mcpward.transport.upstream import UpstreamConnection
 from mcpward.transport.upstream_stdio import StdioUpstreamConnection
 
 
-def make_connection(spec: StdioUpstream | HttpUpstream, settings: GatewaySettings) -> UpstreamConnection:
+def make_connection(
+    spec: StdioUpstream | HttpUpstream, settings: GatewaySettings
+) -> UpstreamConnection:
     if isinstance(spec, StdioUpstream):
         return StdioUpstreamConnection(spec, settings.max_frame_bytes)
     from mcpward.transport.upstream_http import HttpUpstreamConnection

@@ -1,4 +1,4 @@
-"""Newline-delimited JSON-RPC framing with a hard size cap: an oversized frame is skipped, not buffered.
+"""Newline-delimited JSON-RPC framing with a hard size cap: an oversized frame is skipped, not held.
 
 Used by the stdio front and the stdio upstream connector alike.
 """

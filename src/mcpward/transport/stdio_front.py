@@ -34,7 +34,9 @@ class StdioDownstream:
     async def send(self, message: Message, related_request_id: RequestId | None) -> None:
         data = jsonrpc.dumps(message)
         if len(data) > self._max:
-            log.warning("a %d-byte frame to the client exceeds %d bytes; refused", len(data), self._max)
+            log.warning(
+                "a %d-byte frame to the client exceeds %d bytes; refused", len(data), self._max
+            )
             if "id" not in message or "method" in message:
                 return
             data = jsonrpc.dumps(
@@ -85,7 +87,7 @@ async def _open_stdout() -> asyncio.StreamWriter:
     transport, protocol = await loop.connect_write_pipe(
         lambda: asyncio.streams.FlowControlMixin(loop=loop), pipe
     )
-    return asyncio.StreamWriter(transport, protocol, None, loop)  # type: ignore[arg-type]
+    return asyncio.StreamWriter(transport, protocol, None, loop)
 
 
 async def serve_stdio(gateway: Gateway, identity: Identity | None = None) -> None:

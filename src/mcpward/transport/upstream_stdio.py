@@ -87,7 +87,9 @@ class StdioUpstreamConnection(UpstreamConnection):
             )
         except OSError as exc:
             os.close(write_fd)
-            raise UpstreamUnavailable(UpstreamFailure.NOT_CONNECTED, exc.strerror or str(exc)) from None
+            raise UpstreamUnavailable(
+                UpstreamFailure.NOT_CONNECTED, exc.strerror or str(exc)
+            ) from None
         finally:
             os.close(read_fd)
         self._lifeline_w = write_fd
@@ -102,7 +104,7 @@ class StdioUpstreamConnection(UpstreamConnection):
                 line = await stream.readline()
             except (ValueError, asyncio.LimitOverrunError):
                 continue
-            except Exception:  # noqa: BLE001 - the stream is gone
+            except Exception:
                 return
             if not line:
                 return
@@ -170,10 +172,8 @@ class StdioUpstreamConnection(UpstreamConnection):
                 await asyncio.wait_for(proc.wait(), timeout=STDIN_GRACE_S)
             except TimeoutError:
                 _signal_group(proc.pid, signal.SIGTERM)
-                try:
+                with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(proc.wait(), timeout=TERM_GRACE_S)
-                except TimeoutError:
-                    pass
         if proc is not None:
             _signal_group(proc.pid, signal.SIGKILL)  # whatever the server left behind
             with contextlib.suppress(Exception):
@@ -189,4 +189,3 @@ class StdioUpstreamConnection(UpstreamConnection):
 def _signal_group(pgid: int, sig: signal.Signals) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pgid, sig)
-
