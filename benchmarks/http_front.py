@@ -205,6 +205,9 @@ async def main() -> None:
     parser.add_argument("--seconds", type=float, default=5.0)
     parser.add_argument("--era", default="legacy", choices=["legacy", "2026-07-28"])
     parser.add_argument("--guards", default="default", choices=["default", "none"])
+    parser.add_argument(
+        "--evidence", default="sync", choices=["sync", "batched", "off"], help="receipt durability"
+    )
     parser.add_argument("--clients", default="1,8,32")
     args = parser.parse_args()
     levels = [int(n) for n in args.clients.split(",")]
@@ -235,6 +238,9 @@ async def main() -> None:
         }
         if args.guards == "none":
             config["guards"] = []
+        config["evidence"] = (
+            {"enabled": False} if args.evidence == "off" else {"durability": args.evidence}
+        )
         config_path = Path(tmp) / "mcpward.yaml"
         config_path.write_text(yaml.safe_dump(config))
         env = {**os.environ, "PYTHONWARNINGS": "ignore"}
