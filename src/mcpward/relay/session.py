@@ -161,6 +161,8 @@ class Session:
         self._template_routes: list[tuple[re.Pattern[str], str]] = []
         self._background: set[asyncio.Task[Any]] = set()
         self._routes: dict[RequestId, str] = {}  # client request id -> upstream it went to
+        # upstream -> (the catalog's tools list it was built from, name -> definition)
+        self._definitions: dict[str, tuple[list[dict[str, Any]], dict[str, dict[str, Any]]]] = {}
         self._closed = False
         self._handlers: dict[str, Callable[[Message], Awaitable[Message | None]]] = {
             methods.INITIALIZE: self._initialize,
@@ -851,10 +853,11 @@ class Session:
         snap = self.g.catalog.snapshot(upstream)
         if snap is None:
             return None
-        for tool in snap.tools:
-            if tool.get("name") == local:
-                return tool
-        return None
+        cached = self._definitions.get(upstream)
+        if cached is None or cached[0] is not snap.tools:  # the list object changes on re-read
+            cached = (snap.tools, {str(t.get("name")): t for t in snap.tools})
+            self._definitions[upstream] = cached
+        return cached[1].get(local)
 
     # ---- other routed requests ---------------------------------------------------------------
 
