@@ -7,7 +7,6 @@ re-pin); `check` is the per-call fast path: one dict lookup and one hash compari
 from __future__ import annotations
 
 import logging
-import re
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -21,6 +20,7 @@ from mcpward.contracts.model import WHOLE_UPSTREAM, HoldRecord, ItemKind, Pin, V
 from mcpward.contracts.postures import Posture, PostureTable
 from mcpward.contracts.store import Key, PinStore
 from mcpward.contracts.taxonomy import Change, ChangeKind
+from mcpward.protocol.uri_template import template_regex
 
 log = logging.getLogger("mcpward.contracts")
 
@@ -61,12 +61,6 @@ class _State:
     complete: set[ItemKind] = field(default_factory=set)
     observed_at: float | None = None  # the catalog's fetched_at of the last observed snapshot
     blocking: HoldRecord | None = None  # an enforced upstream-wide hold
-
-
-def _template_regex(template: str) -> re.Pattern[str]:
-    """RFC 6570 template -> regex matching its expansions (variables match anything)."""
-    parts = re.split(r"\{[^}]*\}", template)
-    return re.compile(".*".join(re.escape(p) for p in parts) + r"\Z", re.DOTALL)
 
 
 class Gate:
@@ -376,7 +370,7 @@ class Gate:
             if (
                 kind is ItemKind.RESOURCE_TEMPLATE
                 and hold.enforced
-                and _template_regex(template).match(uri)
+                and template_regex(template).match(uri)
             ):
                 return hold
         return None

@@ -36,6 +36,7 @@ from mcpward.protocol.eras import (
 )
 from mcpward.protocol.errors import UpstreamFailure
 from mcpward.protocol.jsonrpc import Frame, FrameKind, Message, RequestId
+from mcpward.protocol.uri_template import template_regex
 from mcpward.relay import replies
 from mcpward.relay.links import UpstreamError, UpstreamLink
 from mcpward.relay.merge import GATEWAY_INFO, merge_discover, merge_initialize
@@ -109,17 +110,6 @@ def _decision_of(out: Outcome, error_code: int | None = None) -> str:
     if out.modified:
         return "redact" if any(run.evidence.get("redactions") for run in out.runs) else "modify"
     return "allow"
-
-
-def _template_regex(template: str) -> re.Pattern[str]:
-    """An RFC 6570 level-1/2 template as a matcher ({x}: one segment, {+x}/{/x...}: anything)."""
-    out, pos = [], 0
-    for match in re.finditer(r"\{([^}]*)\}", template):
-        out.append(re.escape(template[pos : match.start()]))
-        out.append(".+" if match.group(1)[:1] in "+#/" else "[^/?#]+")
-        pos = match.end()
-    out.append(re.escape(template[pos:]))
-    return re.compile("".join(out) + r"\Z")
 
 
 class Session:
@@ -629,7 +619,7 @@ class Session:
             self._resource_routes[item["uri"]] = upstream
             return item
         if kind.key == "resourceTemplates" and isinstance(item.get("uriTemplate"), str):
-            self._template_routes.append((_template_regex(item["uriTemplate"]), upstream))
+            self._template_routes.append((template_regex(item["uriTemplate"]), upstream))
             return item
         name = item.get("name")
         if isinstance(name, str):
