@@ -13,9 +13,9 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from mcpward.guards.detection.extract import StructureLimit, key_path, payload_strings
 from mcpward.guards.detection.families import (
-    FAMILIES,
     INJECTION_ONLY_RULES,
     INSTRUCTION_RULES,
+    check_family_ids,
 )
 from mcpward.guards.detection.scanner import ContentScanner, CustomPattern, Finding, score
 from mcpward.pipeline.context import GuardContext
@@ -41,13 +41,7 @@ class ResponseInjectionOptions(BaseModel):
     disabled_families: list[str] = Field(default_factory=list)
     marker: str = Field(default="[REMOVED:{family}]", pattern=r"^[^\"\\]*$")
 
-    @field_validator("disabled_families")
-    @classmethod
-    def _known(cls, value: list[str]) -> list[str]:
-        unknown = sorted(set(value) - set(FAMILIES))
-        if unknown:
-            raise ValueError(f"unknown families {unknown}; known: {', '.join(sorted(FAMILIES))}")
-        return value
+    _known = field_validator("disabled_families")(check_family_ids)
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,9 +12,9 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from mcpward.guards.detection.families import (
     ENCODED_RULES,
-    FAMILIES,
     INSTRUCTION_RULES,
     POISONING_ONLY_RULES,
+    check_family_ids,
 )
 from mcpward.guards.detection.scanner import (
     NAME_RULES,
@@ -51,13 +51,7 @@ class ToolPoisoningOptions(BaseModel):
         default_factory=list, description="Built-in families to switch off, by id."
     )
 
-    @field_validator("disabled_families")
-    @classmethod
-    def _known(cls, value: list[str]) -> list[str]:
-        unknown = sorted(set(value) - set(FAMILIES))
-        if unknown:
-            raise ValueError(f"unknown families {unknown}; known: {', '.join(sorted(FAMILIES))}")
-        return value
+    _known = field_validator("disabled_families")(check_family_ids)
 
 
 @dataclass(frozen=True, slots=True)

@@ -491,3 +491,11 @@ ENCODED_RULES: list[Rule] = [
     ),
     Rule("encoded-payload", "hex-blob", r"\b(?:[0-9a-fA-F]{2}){48,}\b"),
 ]
+
+
+def check_family_ids(value: list[str]) -> list[str]:
+    """Validator for a config list of family ids: every id must be a known family."""
+    unknown = sorted(set(value) - set(FAMILIES))
+    if unknown:
+        raise ValueError(f"unknown families {unknown}; known: {', '.join(sorted(FAMILIES))}")
+    return value
