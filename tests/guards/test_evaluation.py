@@ -64,3 +64,17 @@ def test_eval_detectors_runs_on_the_corpora() -> None:
         assert row["tp"] + row["fp"] + row["fn"] + row["tn"] > 0
         low, high = row["recall"]["ci95"]
         assert 0.0 <= low <= high <= 1.0
+
+
+def test_eval_dev_split_never_computes_held_out_rows() -> None:
+    try:
+        corpora_dir()
+    except CorpusMissing:
+        pytest.skip("the shared corpora are not next to this checkout")
+    result = CliRunner().invoke(app, ["eval", "detectors", "--json", "--split", "dev"])
+    assert result.exit_code == 0, result.output
+    rows = json.loads(result.output)
+    assert {r["split"] for r in rows} == {"dev"}
+    assert not any("heldout" in r["dataset"] or "(test)" in r["dataset"] for r in rows)
+    bad = CliRunner().invoke(app, ["eval", "detectors", "--split", "test"])
+    assert bad.exit_code == 2

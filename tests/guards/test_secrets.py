@@ -176,9 +176,72 @@ def test_word_chains_and_long_dotted_tokens() -> None:
     assert [m.kind for m in scanner.find(f"viewneo_token = {dotted}")] == ["generic-secret"]
 
 
-def test_references_and_common_words_are_not_connection_passwords() -> None:
+def test_references_are_not_connection_passwords_but_weak_literals_are() -> None:
     scanner = SecretScanner()
     assert scanner.find("password = env.PERKEEP_TEST_PASSWORD\n") == []
-    assert scanner.find("postgresql://user:secret@db.internal/app") == []
+    assert scanner.find("postgresql://user:${DB_PASSWORD}@db.internal/app") == []
+    # In the password slot of a URL even a common word is the password in use.
+    weak = scanner.find("postgresql://user:secret@db.internal/app")
+    assert [(m.kind, m.start, m.end) for m in weak] == [("connection-string-password", 18, 24)]
     found = scanner.find("postgresql://user:" + fake("pw", 12) + "@db.internal/app")
     assert [m.kind for m in found] == ["connection-string-password"]
+
+
+def kinds_and_values(text: str) -> list[tuple[str, str]]:
+    return [(m.kind, text[m.start : m.end]) for m in SecretScanner().find(text)]
+
+
+def test_literal_passwords_found_by_syntax() -> None:
+    """Human-chosen passwords have no provider shape: the assignment, comparison, config
+    setting or constructor argument they sit in is what gives them away."""
+    pw = "Vq" + fake("lit", 6) + "!"
+    assert kinds_and_values(f"password = '{pw} 9'\n") == [("hardcoded-password", f"{pw} 9")]
+    assert kinds_and_values(f'if password == "{pw}":\n') == [("hardcoded-password", pw)]
+    xml = f'<add key="SmtpPassword" value="{pw}"/>'
+    assert kinds_and_values(xml) == [("hardcoded-password", pw)]
+    call = f'new NetworkCredential("ops@example.org", "{pw}");'
+    assert kinds_and_values(call) == [("credential-argument", pw)]
+    # the password slot of a constructor holds the password even when it is a common word
+    entry = 'DirectoryEntry("LDAP://dc1", "corp\\\\svc", "secret")'
+    assert kinds_and_values(entry) == [("credential-argument", "secret")]
+    assert kinds_and_values(f'requests.get(url, auth=("admin", "{pw}"))') == [
+        ("credential-argument", pw)
+    ]
+    prose = f"The default password for the user 'deploy' is '{pw}'."
+    assert kinds_and_values(prose) == [("hardcoded-password", pw)]
+
+
+def test_literal_rules_leave_prose_routes_and_references_alone() -> None:
+    for text in (
+        '"password": "The password of the account holder, at least 12 characters."',
+        'add them to the "hosts:", "passwd:" and "group:" lines',
+        "put '/forgot-password' => \"accounts/passwords#update\"",
+        "echo 'password = '.$cfg['db']['password'];",
+        'password = "${DB_PASSWORD}"',
+        'password: "<your password>"',
+    ):
+        assert SecretScanner().find(text) == [], text
+
+
+def test_keyword_then_a_plain_word_in_prose_is_not_a_secret() -> None:
+    for text in (
+        "Packets pass through the filter before initialization.",
+        "The token Tokens are refreshed hourly.",
+        "Shamir secret sharing splits a key into shares.",
+    ):
+        assert SecretScanner().find(text) == [], text
+    # An explicit assignment still counts, and so does a random-looking value after a space.
+    token = fake("sp", 32)
+    assert [m.kind for m in SecretScanner(gitleaks=False).find(f"token {token}")] == [
+        "generic-secret"
+    ]
+
+
+def test_more_provider_formats() -> None:
+    cases = {
+        "tailscale-key": "ts" + "key-api-" + fake("ts", 12) + "-" + fake("ts2", 20),
+        "salesforce-token": "00D" + fake("sf", 15) + "!" + fake("sf2", 90),
+        "vault-unseal-key": "vault operator unseal " + fake("un", 44, string.ascii_letters + "+/"),
+    }
+    for kind, text in cases.items():
+        assert [m.kind for m in SecretScanner(gitleaks=False).find(text)] == [kind], kind

@@ -183,14 +183,25 @@ def register(app: typer.Typer) -> None:
         verbose: Annotated[
             bool, typer.Option("--verbose", help="List misses and false positives.")
         ] = False,
+        split: Annotated[
+            str,
+            typer.Option(
+                "--split",
+                help="dev: compute only the development side (for tuning; held-out rows and "
+                "their misses are never computed); all: every row.",
+            ),
+        ] = "all",
     ) -> None:
         """Run the guards over the corpora: TP/FP/FN/TN, precision, recall, FPR with 95% CIs."""
         from mcpward.evaluation.corpora import CorpusMissing
-        from mcpward.evaluation.detectors import evaluate_all
+        from mcpward.evaluation.detectors import SPLITS, evaluate_all
         from mcpward.evaluation.report import markdown_table, rich_table
 
+        if split not in ("dev", "all"):
+            Console(stderr=True).print(f"[red]--split must be dev or all, not {split!r}[/red]")
+            raise typer.Exit(2)
         try:
-            rows = evaluate_all(corpora, real_servers)
+            rows = evaluate_all(corpora, real_servers, ("dev",) if split == "dev" else SPLITS)
         except CorpusMissing as exc:
             Console(stderr=True).print(f"[red]{exc}[/red]", highlight=False)
             raise typer.Exit(2) from None

@@ -192,7 +192,8 @@ class InjectionExample:
 BipiaSplit = Literal["train", "test"]
 
 
-def _bipia_split(name: BipiaSplit) -> Split:
+def bipia_split(name: BipiaSplit) -> Split:
+    """BIPIA's own split: train is our dev side, test the held-out one."""
     return "dev" if name == "train" else "test"
 
 
@@ -231,7 +232,7 @@ def bipia_injections(corpora: Path, name: BipiaSplit) -> list[InjectionExample]:
     one position, both chosen by a hash of the instruction (so n counts independent attacks);
     the negatives are that split's untouched emails."""
     emails = bipia_emails(corpora, name)
-    split = _bipia_split(name)
+    split = bipia_split(name)
     out = [InjectionExample("email (untouched)", split, e, False) for e in emails]
     for category, instruction in bipia_instructions(corpora, name):
         h = int.from_bytes(hashlib.sha256(instruction.encode()).digest()[:8], "big")

@@ -4,12 +4,13 @@ dataset and split. Nothing here is tuned: it calls the same code the gateway run
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
 from mcpward.evaluation import corpora as C
+from mcpward.evaluation.split import Split
 from mcpward.evaluation.stats import Confusion, Rate
 from mcpward.guards.response_injection import ResponseInjectionGuard, ResponseInjectionOptions
 from mcpward.guards.secrets import SecretsGuard, SecretsOptions
@@ -91,14 +92,16 @@ def _count(
     return Confusion(tp, fp, fn, tn), missed
 
 
-SPLITS = ("dev", "test")
+SPLITS: tuple[Split, ...] = ("dev", "test")
 
 
-def evaluate_tool_poisoning(corpora: Path, real_dir: Path) -> list[Row]:
+def evaluate_tool_poisoning(
+    corpora: Path, real_dir: Path, splits: Sequence[Split] = SPLITS
+) -> list[Row]:
     guard = poisoning_guard()
     examples = C.tool_definitions(corpora)
     rows = []
-    for split in SPLITS:
+    for split in splits:
         chosen = [e for e in examples if e.split == split and e.group in ("positive", "benign")]
         counts, missed = _count(
             chosen,
@@ -116,7 +119,7 @@ def evaluate_tool_poisoning(corpora: Path, real_dir: Path) -> list[Row]:
                 missed=missed,
             )
         )
-    for batch in ("dev", "heldout"):
+    for batch in _batches(splits):
         servers = [s for s in C.real_servers(real_dir) if s.batch == batch]
         if not servers:
             continue
@@ -138,7 +141,7 @@ def evaluate_tool_poisoning(corpora: Path, real_dir: Path) -> list[Row]:
                 missed=missed,
             )
         )
-    for split in SPLITS:
+    for split in splits:
         hidden = [e for e in examples if e.split == split and e.group == "hidden"]
         flagged = sum(1 for e in hidden if guard.judge(e.tool).flagged)
         rows.append(
@@ -153,11 +156,13 @@ def evaluate_tool_poisoning(corpora: Path, real_dir: Path) -> list[Row]:
     return rows
 
 
-def evaluate_tool_shadowing(corpora: Path, real_dir: Path) -> list[Row]:
+def evaluate_tool_shadowing(
+    corpora: Path, real_dir: Path, splits: Sequence[Split] = SPLITS
+) -> list[Row]:
     options = ToolShadowingOptions()
     rows = []
     cases = C.shadowing_cases(corpora)
-    for split in SPLITS:
+    for split in splits:
         chosen = [(e, benign) for e, benign in cases if e.split == split]
 
         def dropped(case: tuple[C.ToolExample, list[dict[str, Any]]]) -> bool:
@@ -176,7 +181,7 @@ def evaluate_tool_shadowing(corpora: Path, real_dir: Path) -> list[Row]:
                 missed=missed,
             )
         )
-    for batch in ("dev", "heldout"):
+    for batch in _batches(splits):
         servers = [s for s in C.real_servers(real_dir) if s.batch == batch]
         if len(servers) < 2:
             continue
@@ -206,11 +211,11 @@ def evaluate_tool_shadowing(corpora: Path, real_dir: Path) -> list[Row]:
     return rows
 
 
-def evaluate_secrets(corpora: Path, real_dir: Path) -> list[Row]:
+def evaluate_secrets(corpora: Path, real_dir: Path, splits: Sequence[Split] = SPLITS) -> list[Row]:
     guard = secrets_guard()
     examples = C.secret_examples(corpora)
     rows = []
-    for split in SPLITS:
+    for split in splits:
         chosen = [e for e in examples if e.split == split]
         counts, missed = _count(
             chosen,
@@ -228,12 +233,17 @@ def evaluate_secrets(corpora: Path, real_dir: Path) -> list[Row]:
                 missed=missed,
             )
         )
+    # Development sees only the dev side of the ordinary text: BIPIA's train emails and the
+    # dev batch of real servers; the full run pools both sides, as the table always has.
+    everything = "test" in splits
     ordinary = [
-        (f"email:{i}", t)
-        for name in ("train", "test")
+        (f"email:{name}:{i}", t)
+        for name in (("train", "test") if everything else ("train",))
         for i, t in enumerate(C.bipia_emails(corpora, name))
     ]
     for server in C.real_servers(real_dir):
+        if not everything and server.batch != "dev":
+            continue
         ordinary += [
             (f"{server.server}/{t.get('name')}", str(t.get("description") or ""))
             for t in server.tools
@@ -245,7 +255,7 @@ def evaluate_secrets(corpora: Path, real_dir: Path) -> list[Row]:
         Row(
             "secrets",
             "ordinary text (BIPIA emails, real tool descriptions)",
-            "all",
+            "all" if everything else "dev",
             counts,
             note="no secrets in these texts",
             missed=missed,
@@ -254,19 +264,20 @@ def evaluate_secrets(corpora: Path, real_dir: Path) -> list[Row]:
     return rows
 
 
-def evaluate_response_injection(corpora: Path) -> list[Row]:
+def evaluate_response_injection(corpora: Path, splits: Sequence[Split] = SPLITS) -> list[Row]:
     guard = injection_guard()
     rows = []
 
     def flagged(text: str) -> bool:
         return guard.scan_text(text).score >= guard.threshold
 
-    for name in ("train", "test"):
+    names: list[C.BipiaSplit] = [n for n in ("train", "test") if C.bipia_split(n) in splits]
+    for name in names:
         examples = C.bipia_injections(corpora, name)
         counts, missed = _count(
             examples, lambda e: e.positive, lambda e: flagged(e.text), lambda e: e.category
         )
-        split = "dev" if name == "train" else "test"
+        split = C.bipia_split(name)
         rows.append(
             Row(
                 "response_injection",
@@ -287,6 +298,8 @@ def evaluate_response_injection(corpora: Path) -> list[Row]:
                 Confusion(tp=hits, fn=len(alone) - hits),
             )
         )
+    if "test" not in splits:
+        return rows  # the 14 tool outputs have no dev side: only the full run measures them
     outputs = C.malicious_tool_outputs(corpora)
     hits = sum(1 for text in outputs if flagged(text))
     rows.append(
@@ -300,14 +313,25 @@ def evaluate_response_injection(corpora: Path) -> list[Row]:
     return rows
 
 
-def evaluate_all(corpora: Path | None = None, real_dir: Path | None = None) -> list[Row]:
+def _batches(splits: Sequence[Split]) -> list[str]:
+    """Real-server batches on the chosen sides: the dev batch was inspected, heldout never."""
+    return [b for b, side in (("dev", "dev"), ("heldout", "test")) if side in splits]
+
+
+def evaluate_all(
+    corpora: Path | None = None,
+    real_dir: Path | None = None,
+    splits: Sequence[Split] = SPLITS,
+) -> list[Row]:
+    """Every row; with splits=("dev",) nothing on the held-out side is even computed, so
+    development (and `--verbose` misses) never sees it."""
     base = C.corpora_dir(corpora)
     real = C.real_servers_dir(real_dir)
     return (
-        evaluate_tool_poisoning(base, real)
-        + evaluate_tool_shadowing(base, real)
-        + evaluate_secrets(base, real)
-        + evaluate_response_injection(base)
+        evaluate_tool_poisoning(base, real, splits)
+        + evaluate_tool_shadowing(base, real, splits)
+        + evaluate_secrets(base, real, splits)
+        + evaluate_response_injection(base, splits)
     )
 
 

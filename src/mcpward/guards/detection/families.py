@@ -44,6 +44,21 @@ FAMILIES: dict[str, str] = {
 
 _I = "(?i)"
 
+
+_LANGUAGE_NAMES = (
+    r"English|Spanish|French|German|Italian|Portuguese|Dutch|Russian|Chinese|Mandarin|"
+    r"Japanese|Korean|Arabic|Hindi|Turkish|Greek|Latin|Swedish|Polish|Hebrew|Vietnamese|Thai"
+)
+_LANGUAGES = "(?:" + _LANGUAGE_NAMES + ")"
+
+
+def _clause(verbs: str) -> str:
+    """A task verb opening a clause: at a line or sentence start, or capitalised right after a
+    word in the middle of a line (an instruction pasted into other text without a full stop,
+    where English prose would not capitalise a verb)."""
+    return r"(?m)(?:^|[.!?:]\s+|\|\s*|[\w)\]\"'$][ \t]+)(?:" + verbs + ")"
+
+
 # Shared by tool_poisoning (definitions) and response_injection (data).
 INSTRUCTION_RULES: list[Rule] = [
     Rule(
@@ -441,24 +456,65 @@ INJECTION_ONLY_RULES: list[Rule] = [
     Rule(
         "agent-directive",
         "assistant-task",
-        r"(?m)(?:^|[.!?]\s+|\|\s*)(?:Explain|Describe|Translate|Summarize|Summarise|Compose|Draft|"
-        r"Elaborate\s+on|Break\s+down|(?:Write|Provide|Develop|Create|Generate)\s+(?:a|an|me\s+a)\s+"
-        r"(?:\w+\s+){0,2}?(?:poem|story|essay|speech|song|haiku|limerick|joke|letter|introduction|"
-        r"summary|tweet|blog\s+post|recipe|function|script|program))\b[^.?!\n]{3,160}[.?!]",
+        _clause(
+            r"Explain|Describe|Translate|Summarize|Summarise|Compose|Draft|Elaborate\s+on|"
+            r"Break\s+down|(?:Write|Provide|Develop|Create|Generate)\s+(?:a|an|me\s+a)\s+"
+            r"(?:\w+\s+){0,2}?(?:poem|story|essay|speech|song|haiku|limerick|joke|letter|"
+            r"introduction|summary|tweet|blog\s+post|recipe|function|script|program|"
+            r"example|explanation|definition|translation|tutorial|code\s+snippet|"
+            r"step-by-step\s+guide)"
+        )
+        + r"\b[^.?!\n]{3,160}[.?!]",
     ),
     # Verbs that hand a language model a task. Business mail and tool output rarely open a
     # sentence with them ("Create", "List", "Write" are left to the weaker llm-task rule).
     Rule(
         "agent-directive",
         "task-imperative",
-        r"(?m)(?:^|[.!?]\s+|\|\s*|:\s+)(?:Analy[sz]e|Classify|Categori[sz]e|Summari[sz]e|"
-        r"Paraphrase|Translate|Transcribe|Elaborate\s+on|Compose|Brainstorm|Simulate|Pretend|"
-        r"Imagine|Role-?play|Act\s+as|Encode|Decode|Rephrase|Reverse|Predict|Forecast|Interpret|"
-        r"Narrate|Recount|Converse|Engage|Devise|Formulate|Craft|Generate|Explain|Describe|"
-        r"Evaluate|Assess|Compare|Identify|Determine|Recommend|Suggest|Propose|Research|"
-        r"Investigate|Automate|Outline|Draft|Compile|Illustrate)\s+(?:a|an|the|me|us|how|what|"
-        r"why|which|who|whether|some|any|all|each|every|\d+|one|two|three|five|ten|your|this|"
-        r"these|those|its|their|in|on|about|with|to|between|if|as)\b[^.?!\n|]{3,200}[.?!]",
+        _clause(
+            r"Analy[sz]e|Classify|Categori[sz]e|Summari[sz]e|Paraphrase|Translate|Transcribe|"
+            r"Elaborate\s+on|Compose|Brainstorm|Simulate|Pretend|Imagine|Role-?play|Act\s+as|"
+            r"Encode|Decode|Rephrase|Reverse|Predict|Forecast|Interpret|Narrate|Recount|Converse|"
+            r"Engage|Devise|Formulate|Craft|Generate|Explain|Describe|Evaluate|Assess|Compare|"
+            r"Identify|Determine|Recommend|Suggest|Propose|Research|Investigate|Automate|Outline|"
+            r"Draft|Compile|Illustrate|Rewrite|Proofread|Critique|Debug|Refactor|Discuss|Argue|"
+            r"Debate|Persuade|Convince|Invent|Spell|"
+            r"(?:Tell|Show|Teach)\s+(?:me|us)"
+        )
+        + r"\s+(?:a|an|the|me|us|how|what|why|which|who|whether|some|any|all|each|every|\d+|one|"
+        r"two|three|five|ten|your|this|these|those|its|their|in|on|about|with|to|between|if|as)"
+        r"\b[^.?!\n|]{3,200}[.?!]",
+    ),
+    # Requests for a translation, phrased as a question or an order (the quoted phrase and
+    # the target language are what an email or FAQ does not carry).
+    Rule(
+        "agent-directive",
+        "translation-request",
+        r"\b(?:[Ss]ay|[Ii]s|'s|[Ff]or|[Oo]f|[Ww]rite|[Ss]pell)\s+"
+        r"['\"\x{201c}\x{2018}][^'\"\x{201d}\x{2019}\n]{1,80}['\"\x{201d}\x{2019}]\s+in\s+"
+        + _LANGUAGES
+        + r"\b|\b"
+        + _LANGUAGES
+        + r"\s+(?:equivalent|word)s?\s+(?:of|for)\s+['\"\x{201c}\x{2018}]",
+    ),
+    # "Can you show me a Python function...": a deliverable a model writes, asked of the reader.
+    Rule(
+        "agent-directive",
+        "request-to-reader",
+        r"\b(?:Can|Could|Would|Will)\s+you\s+(?:please\s+)?(?:show|give|write|provide|"
+        r"generate|create|compose|draft)\s+(?:me|us)\s+(?:a|an|some|the)\s+(?:\w+\s+){0,3}?"
+        r"(?:poem|story|essay|speech|song|haiku|limerick|joke|function|script|program|code|"
+        r"snippet|example|recipe|summary|tweet|blog\s+post|explanation|tutorial)s?\b",
+    ),
+    # Orders about the form of the answer: a language, an encoding, a style.
+    Rule(
+        "agent-directive",
+        "answer-format",
+        r"\b(?:Respond|Answer|Reply|Write|respond|answer|reply)\s+(?:only\s+|entirely\s+|"
+        r"exclusively\s+|solely\s+)?(?:in|using|with)\s+(?:\w+\s+)?(?:"
+        + _LANGUAGE_NAMES
+        + r"|base64|hexadecimal|binary|morse\s+code|emojis?|pig\s+latin|rhymes?|verse|"
+        r"uppercase|all\s+caps|capital\s+letters|reverse(?:d)?\s+order|a\s+cipher)\b",
     ),
     Rule(
         "agent-directive",

@@ -117,6 +117,12 @@ PROVIDER_RULES: list[SecretRule] = [
     SecretRule("facebook-token", r"\bEAA[A-Za-z0-9]{80,}"),
     SecretRule("okta-token", r"\b00[A-Za-z0-9_\-]{40}\b"),
     SecretRule("tavily-key", r"\btvly-(?:dev-|prod-)?[A-Za-z0-9]{32}\b"),
+    SecretRule("salesforce-token", r"\b00D[A-Za-z0-9]{12,15}![A-Za-z0-9._]{80,}"),
+    SecretRule(
+        "tailscale-key",
+        r"\btskey-(?:api|auth|client|scim|webhook)-[A-Za-z0-9]{6,}-[A-Za-z0-9]{6,}",
+    ),
+    SecretRule("vault-unseal-key", r"\bunseal\s+([A-Za-z0-9+/]{40,}={0,2})(?:[^A-Za-z0-9+/=]|$)"),
     SecretRule("circleci-token", r"\bCCIPAT_[A-Za-z0-9]{22}_[a-f0-9]{40}\b"),
     SecretRule("jwt", r"\beyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{0,}"),
     SecretRule(
@@ -149,6 +155,64 @@ PROVIDER_RULES: list[SecretRule] = [
         vet=True,
         min_entropy=3.3,
         min_length=30,
+    ),
+]
+
+# Literal credentials in code and configuration, found by their syntax rather than by the
+# shape of the value: a quoted value assigned to or compared with a password-like name, an
+# XML/.NET setting whose key names a secret, and the positional arguments of well-known
+# credential constructors. Values are vetted (placeholders, references) but may be plain
+# words, since a human-chosen password is often one.
+_PASSWORD_NAMES = (
+    "passw(?:or)?d", "passwd", "pwd", "pass", "secret", "credentials?", "passphrase",
+)  # fmt: skip
+_PASSWORD_NAME = (
+    r"(?:(?:\b|[_\-.])(?i:"
+    + "|".join(_PASSWORD_NAMES)
+    + r")|"
+    + "|".join(f"{k[0].upper()}(?i:{k[1:]})" for k in _PASSWORD_NAMES)
+    + ")"
+)
+# name, rest of the identifier, then an assignment, a comparison or (in prose) "is".
+_ASSIGN = (
+    r"(" + _PASSWORD_NAME + r")(?:[_\-.]?[A-Za-z0-9_]{0,32})[\"'\]]?\s*"
+    r"(?:=|:|:=|=>|==|===|!=|!==|\.equals\(|(?i:\s(?:[^.\n]{1,60}\s)?is))\s*"
+)
+_CREDENTIAL_CALL = (
+    r"\b(?:NetworkCredential|PasswordAuthentication|UsernamePasswordCredentials|"
+    r"UsernamePasswordAuthenticationToken|HTTPBasicAuth|HttpBasicAuth|HTTPDigestAuth|BasicAuth|"
+    r"DirectoryEntry|PSCredential|SqlCredential|PasswordCredential|BasicAWSCredentials|"
+    r"StaticCredentialsProvider\.create|Credentials)\s*\(\s*(?:[^,()\n]{1,200},\s*){1,2}"
+)
+LITERAL_RULES: list[SecretRule] = [
+    # The value starts right after the opening quote (`"passwd:" and "group:"` is prose).
+    SecretRule(
+        "hardcoded-password", _ASSIGN + r'"([^"\s][^"\n]{0,127})"', True, 0.0, 3, secret_group=2
+    ),
+    SecretRule(
+        "hardcoded-password", _ASSIGN + r"'([^'\s][^'\n]{0,127})'", True, 0.0, 3, secret_group=2
+    ),
+    SecretRule(
+        "hardcoded-password",
+        _I + r"<add\s+key=\"([^\"]{0,64}(?:password|passwd|pwd|secret|token|api_?key|"
+        r"credential)[^\"]{0,64})\"\s+value=\"([^\"\n]{1,256})\"",
+        vet=True,
+        min_length=3,
+        secret_group=2,
+    ),
+    SecretRule(
+        "credential-argument",
+        _CREDENTIAL_CALL + r'"([^"\n]{1,128})"\s*[,)]',
+        vet=True,
+        min_length=3,
+        secret_group=1,
+    ),
+    SecretRule(
+        "credential-argument",
+        _I + r"\bauth\s*=\s*\(\s*[\"'][^\"'\n]{1,128}[\"']\s*,\s*[\"']([^\"'\n]{1,128})[\"']\s*\)",
+        vet=True,
+        min_length=3,
+        secret_group=1,
     ),
 ]
 

@@ -20,7 +20,12 @@ from mcpward.guards.detection.extract import MAX_DEPTH, StructureLimit
 from mcpward.guards.detection.gitleaks_rules import GitleaksRule, default_rules
 from mcpward.guards.detection.regex import MultiPattern, encodable
 from mcpward.guards.detection.scanner import CustomPattern
-from mcpward.guards.detection.secret_rules import GENERIC_RULE, PROVIDER_RULES, SecretRule
+from mcpward.guards.detection.secret_rules import (
+    GENERIC_RULE,
+    LITERAL_RULES,
+    PROVIDER_RULES,
+    SecretRule,
+)
 
 _PLACEHOLDER_PARTS = (
     "xxxx", "****", "your", "example", "placeholder", "redacted", "dummy", "sample", "changeme",
@@ -40,6 +45,10 @@ _PASSWORD_WORDS = ("pass", "pwd")
 _WINDOW_BEFORE = 512
 _WINDOW_AFTER = 8192
 _MAX_WINDOWS = 64
+
+LITERAL_KIND = LITERAL_RULES[0].kind
+# Kinds whose match is, by syntax, the password slot of a credential.
+_SLOT_KINDS = frozenset({"connection-string-password", "credential-argument"})
 
 # gitleaks' keyword-assignment rule: a fallback like GENERIC_RULE, so provider rules win.
 GITLEAKS_GENERIC = "generic-api-key"
@@ -92,6 +101,16 @@ def _word_chain(value: str) -> bool:
     return wordy * 4 >= len(parts) * 3
 
 
+def _route(value: str) -> bool:
+    """`cms/sites/passwords#update`, `/users/:id/edit`: words between slashes, not a token."""
+    parts = [p for p in re2.split(r"[/#:.]", value) if p]
+    return (
+        "/" in value
+        and len(parts) >= 2
+        and all(p.replace("_", "").replace("-", "").isalpha() and p.lower() == p for p in parts)
+    )
+
+
 def vet_value(value: str, rule: SecretRule, context: str) -> bool:
     """Placeholder, reference and entropy tests for spans of generic or vetted rules."""
     value = value.strip().rstrip(".,;:`'\"")
@@ -99,18 +118,32 @@ def vet_value(value: str, rule: SecretRule, context: str) -> bool:
     if len(value) < (min(6, rule.min_length) if passwordish else rule.min_length):
         return False
     lowered = value.lower()
+    if rule.kind in (LITERAL_KIND, "credential-argument") and (
+        value.count(" ") >= 2 or value.endswith(".") or value[0] in ".+" or _route(value)
+    ):
+        return False  # a sentence, a description, string concatenation or a URL path
     if rule.min_length < 6:  # a password inside a URL or connection string: any literal counts
+        # In a URL, a connection string or a credential constructor's password argument even
+        # `secret` is the password in use; elsewhere a common word after `password =` is more
+        # often a field name or a type.
+        common = lowered in _COMMON_VALUES and rule.kind not in _SLOT_KINDS
         return not (
             value[0] in "$%{<["
             or "your" in lowered
             or len(set(value)) <= 1
-            or lowered in _COMMON_VALUES
+            or common
             or _looks_like_reference(value)
         )
     if lowered in _COMMON_VALUES or any(part in lowered for part in _PLACEHOLDER_PARTS):
         return False
-    if len(set(value)) <= 2 or _looks_like_reference(value):
+    if len(set(value)) <= 2 or _looks_like_reference(value) or _route(value):
         return False
+    if rule.kind == GENERIC_RULE.kind and not any(c in context for c in "=:>"):
+        # "pass through", "token Tokens", "secret sharing": in prose the word after the
+        # keyword is a word; a secret separated only by a space must at least look random.
+        bare = value.replace("-", "").replace("_", "").replace(".", "")
+        if bare.isalpha() and (bare.islower() or bare.istitle() or len(bare) < 20):
+            return False
     if rule.min_length >= 30 and (value.isalpha() or value.isdigit()):
         return False  # a long bare identifier or number, not a random token
     if _word_chain(value):
@@ -141,13 +174,14 @@ class SecretScanner:
         disabled = set(disabled_kinds)
         ruleset = default_rules() if gitleaks else None
         gitleaks_ids = {r.id for r in ruleset.rules} if ruleset else set()
-        known = {r.kind for r in PROVIDER_RULES} | {GENERIC_RULE.kind} | gitleaks_ids
+        builtin = PROVIDER_RULES + LITERAL_RULES
+        known = {r.kind for r in builtin} | {GENERIC_RULE.kind} | gitleaks_ids
         unknown = disabled - known
         if unknown:
             raise ValueError(
                 f"unknown secret kinds {sorted(unknown)}; known: {', '.join(sorted(known))}"
             )
-        rules = [r for r in PROVIDER_RULES if r.kind not in disabled]
+        rules = [r for r in builtin if r.kind not in disabled]
         if generic and GENERIC_RULE.kind not in disabled:
             generic_rule = GENERIC_RULE
             if min_entropy is not None:
