@@ -3,10 +3,14 @@ mcpward's HTTP front to the same upstream, in one run, with 1, 8 and 32 concurre
 
     .venv/bin/python benchmarks/http_front.py [--seconds 5] [--era legacy|2026-07-28]
                                               [--guards default|none] [--clients 1,8,32]
+                                              [--evidence sync|batched|off] [--upstream sdk|raw]
 
-The upstream is tests/fixtures/conformance_server.py (mcp SDK, Streamable HTTP); the gateway
-runs as its own process (uvloop, like `mcpward run`), with a static token. Each client is a lean
-raw JSON-RPC client (httpx, one connection) so the numbers measure servers, not client SDKs.
+The upstream is tests/fixtures/conformance_server.py (mcp SDK, Streamable HTTP, on httptools),
+or with `--upstream raw` benchmarks/raw_http_upstream.py (raw ASGI, almost free: what is left is
+the gateway's own cost). The gateway runs as its own process (uvloop, like `mcpward run`), with a
+static token. The last column is the gateway process's CPU time per call (Linux /proc). Each
+client is a lean raw JSON-RPC client (aiohttp, one connection) so the numbers measure servers,
+not client SDKs.
 Prints calls/s and p50/p99 latency per path and the gateway's ratio and added latency.
 """
 
@@ -22,19 +26,23 @@ import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-import httpx
+import aiohttp
 import yaml
 
 from mcpward.identity.tokens import hash_token
 
 ROOT = Path(__file__).resolve().parents[1]
-FIXTURE = ROOT / "tests" / "fixtures" / "conformance_server.py"
+UPSTREAMS = {
+    "sdk": [str(ROOT / "tests" / "fixtures" / "conformance_server.py"), "--http", "httptools"],
+    "raw": [str(ROOT / "benchmarks" / "raw_http_upstream.py")],
+}
 TOKEN = "benchmark-token-0123456789abcdef"
 RUNNER = """
-import asyncio, sys, uvloop
+import asyncio, os, sys, uvloop
 from mcpward.config import load_config
 from mcpward.relay.gateway import Gateway
 from mcpward.transport.http_front.server import serve_http
@@ -47,8 +55,27 @@ async def main():
     finally:
         await gateway.close()
 
-uvloop.run(main())
+profile_to = os.environ.get("MCPWARD_BENCH_PROFILE")  # a path: cProfile the gateway into it
+if profile_to:
+    import cProfile
+    profiler = cProfile.Profile()
+    profiler.enable()
+try:
+    uvloop.run(main())
+finally:
+    if profile_to:
+        profiler.disable()
+        profiler.dump_stats(profile_to)
 """
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a process so far (Linux); NaN elsewhere."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return float("nan")
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def free_port() -> int:
@@ -68,10 +95,10 @@ async def wait_port(port: int) -> None:
     raise RuntimeError(f"nothing listens on {port}")
 
 
-def parse_answer(response: httpx.Response) -> dict[str, Any]:
-    if response.headers.get("content-type", "").startswith("application/json"):
-        return dict(response.json())
-    lines = [ln[5:] for ln in response.text.splitlines() if ln.startswith("data:")]
+def parse_answer(ctype: str, body: bytes) -> dict[str, Any]:
+    if ctype.startswith("application/json"):
+        return dict(json.loads(body))
+    lines = [ln[5:] for ln in body.decode().splitlines() if ln.startswith("data:")]
     return dict(json.loads([ln for ln in lines if ln.strip()][-1]))
 
 
@@ -79,29 +106,29 @@ class RawClient:
     """One MCP client on one HTTP connection: handshake (or not), then tools/call in a loop."""
 
     def __init__(self, url: str, era: str, token: str | None) -> None:
-        headers = {
+        self.headers = {
             "Accept": "application/json, text/event-stream",
             "Content-Type": "application/json",
         }
         if token:
-            headers["Authorization"] = f"Bearer {token}"
+            self.headers["Authorization"] = f"Bearer {token}"
         self.url = url
         self.era = era
-        self.http = httpx.AsyncClient(
-            headers=headers, timeout=60, limits=httpx.Limits(max_connections=1)
+        self.http = aiohttp.ClientSession(
+            connector=aiohttp.TCPConnector(limit=1), timeout=aiohttp.ClientTimeout(total=60)
         )
         self.ids = 0
 
-    async def post(
-        self, body: dict[str, Any], extra: dict[str, str] | None = None
-    ) -> httpx.Response:
-        response = await self.http.post(self.url, json=body, headers=extra)
-        response.raise_for_status()
-        return response
+    async def post(self, body: dict[str, Any]) -> tuple[Mapping[str, str], dict[str, Any] | None]:
+        async with self.http.post(self.url, json=body, headers=self.headers) as response:
+            response.raise_for_status()
+            data = await response.read()
+            answer = parse_answer(response.content_type, data) if data else None
+            return response.headers, answer
 
     async def open(self) -> None:
         if self.era != "legacy":
-            self.http.headers.update(
+            self.headers.update(
                 {
                     "MCP-Protocol-Version": self.era,
                     "Mcp-Method": "tools/call",
@@ -119,13 +146,9 @@ class RawClient:
                 "clientInfo": {"name": "bench", "version": "1"},
             },
         }
-        response = await self.post(init)
-        self.http.headers.update(
-            {
-                "Mcp-Session-Id": response.headers["mcp-session-id"],
-                "MCP-Protocol-Version": "2025-11-25",
-            }
-        )
+        headers, _ = await self.post(init)
+        self.headers["Mcp-Session-Id"] = headers["Mcp-Session-Id"]
+        self.headers["MCP-Protocol-Version"] = "2025-11-25"
         await self.post({"jsonrpc": "2.0", "method": "notifications/initialized"})
 
     async def call(self) -> float:
@@ -137,20 +160,20 @@ class RawClient:
                 "io.modelcontextprotocol/clientCapabilities": {},
             }
         started = time.perf_counter()
-        response = await self.post(
+        _, answer = await self.post(
             {"jsonrpc": "2.0", "id": self.ids, "method": "tools/call", "params": params}
         )
-        answer = parse_answer(response)
         elapsed = time.perf_counter() - started
-        if "result" not in answer:
+        if answer is None or "result" not in answer:
             raise RuntimeError(f"call failed: {answer}")
         return elapsed
 
     async def close(self) -> None:
-        if "Mcp-Session-Id" in self.http.headers:
-            with contextlib.suppress(httpx.HTTPError):
-                await self.http.delete(self.url)
-        await self.http.aclose()
+        if "Mcp-Session-Id" in self.headers:
+            with contextlib.suppress(aiohttp.ClientError):
+                async with self.http.delete(self.url, headers=self.headers):
+                    pass
+        await self.http.close()
 
 
 async def measure(
@@ -183,18 +206,19 @@ async def measure(
 HEADER = (
     f"{'clients':>7} | {'direct calls/s':>14} {'p50 ms':>7} {'p99 ms':>7} | "
     f"{'mcpward calls/s':>15} {'p50 ms':>7} {'p99 ms':>7} | "
-    f"{'ratio':>6} {'+p50 ms':>8} {'+p99 ms':>8}"
+    f"{'ratio':>6} {'+p50 ms':>8} {'+p99 ms':>8} | {'gw cpu/call':>11}"
 )
 
 
-def row(clients: int, direct: dict[str, float], through: dict[str, float]) -> str:
+def row(clients: int, direct: dict[str, float], through: dict[str, float], cpu_s: float) -> str:
     ratio = through["calls_per_s"] / direct["calls_per_s"]
     added_p50 = through["p50_ms"] - direct["p50_ms"]
     added_p99 = through["p99_ms"] - direct["p99_ms"]
     return (
         f"{clients:>7} | {direct['calls_per_s']:>14.1f} {direct['p50_ms']:>7.2f} "
         f"{direct['p99_ms']:>7.2f} | {through['calls_per_s']:>15.1f} {through['p50_ms']:>7.2f} "
-        f"{through['p99_ms']:>7.2f} | {ratio:>6.2f} {added_p50:>8.2f} {added_p99:>8.2f}"
+        f"{through['p99_ms']:>7.2f} | {ratio:>6.2f} {added_p50:>8.2f} {added_p99:>8.2f} | "
+        f"{cpu_s / through['calls'] * 1e3:>8.2f} ms"
     )
 
 
@@ -209,6 +233,7 @@ async def main() -> None:
         "--evidence", default="sync", choices=["sync", "batched", "off"], help="receipt durability"
     )
     parser.add_argument("--clients", default="1,8,32")
+    parser.add_argument("--upstream", default="sdk", choices=sorted(UPSTREAMS))
     args = parser.parse_args()
     levels = [int(n) for n in args.clients.split(",")]
 
@@ -246,7 +271,7 @@ async def main() -> None:
         env = {**os.environ, "PYTHONWARNINGS": "ignore"}
         upstream = await asyncio.create_subprocess_exec(
             sys.executable,
-            str(FIXTURE),
+            *UPSTREAMS[args.upstream],
             "--port",
             str(upstream_port),
             stdout=asyncio.subprocess.DEVNULL,
@@ -269,13 +294,15 @@ async def main() -> None:
             gateway_url = f"http://127.0.0.1:{gateway_port}/mcp"
             print(
                 f"tools/call test_simple_text, era {args.era}, guards {args.guards}, "
-                f"{args.seconds:g} s per run"
+                f"evidence {args.evidence}, upstream {args.upstream}, {args.seconds:g} s per run"
             )
             print(HEADER)
             for clients in levels:
                 direct = await measure(direct_url, args.era, None, clients, args.seconds)
+                before = cpu_seconds(gateway.pid)
                 through = await measure(gateway_url, args.era, TOKEN, clients, args.seconds)
-                print(row(clients, direct, through), flush=True)
+                used = cpu_seconds(gateway.pid) - before
+                print(row(clients, direct, through, used), flush=True)
         finally:
             for proc in (gateway, upstream):
                 if proc.returncode is None:

@@ -7,6 +7,7 @@ import socket
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+import aiohttp
 import httpcore
 import httpx
 import pytest
@@ -23,6 +24,7 @@ from mcpward.transport.egress import (
     EgressConfigError,
     EgressPolicy,
     egress_client,
+    egress_session,
     parse_host_literal,
     parse_ipv4_literal,
 )
@@ -46,6 +48,17 @@ class RecordingBackend(httpcore.AsyncNetworkBackend):
     ) -> httpcore.AsyncNetworkStream:
         self.attempts.append((host, port))
         raise httpcore.ConnectError("recorded, not connected")
+
+
+class RecordingSockets:
+    """The same stand-in for aiohttp sessions: a socket factory that records and refuses."""
+
+    def __init__(self) -> None:
+        self.attempts: list[tuple[str, int]] = []
+
+    def __call__(self, addr_info: Any) -> socket.socket:
+        self.attempts.append((str(addr_info[4][0]), int(addr_info[4][1])))
+        raise OSError("recorded, not connected")
 
 
 def fixed_resolver(table: Mapping[str, Sequence[str]]) -> Any:
@@ -133,6 +146,7 @@ EGRESS_TABLE: list[tuple[str, str | None]] = [
 
 
 async def attempt(url: str, policy: EgressPolicy) -> tuple[Exception | None, list[Any]]:
+    """A GET through the httpx egress client (JWKS fetches, hook guards)."""
     backend = RecordingBackend()
     async with egress_client(policy, inner_backend=backend, timeout=5) as client:
         try:
@@ -142,8 +156,27 @@ async def attempt(url: str, policy: EgressPolicy) -> tuple[Exception | None, lis
     return None, backend.attempts
 
 
+async def attempt_session(url: str, policy: EgressPolicy) -> tuple[Exception | None, list[Any]]:
+    """The same GET through the aiohttp egress session (HTTP upstreams)."""
+    sockets = RecordingSockets()
+    async with egress_session(policy, connect_timeout=5, socket_factory=sockets) as session:
+        try:
+            async with session.get(url, allow_redirects=False):
+                pass
+        except (EgressBlocked, aiohttp.ClientError, ValueError) as exc:
+            return exc, sockets.attempts
+    return None, sockets.attempts
+
+
+def refused_before_any_connection(exc: Exception | None) -> bool:
+    # httpx and aiohttp refuse some spellings (4-part octal, non-canonical IPv4) as invalid URLs
+    # before our policy sees them: equally safe, nothing is connected.
+    return isinstance(exc, (EgressBlocked, httpx.InvalidURL, aiohttp.InvalidURL, ValueError))
+
+
+@pytest.mark.parametrize("client", ["httpx", "aiohttp"])
 @pytest.mark.parametrize(("host", "expected"), EGRESS_TABLE)
-async def test_egress_table(host: str, expected: str | None) -> None:
+async def test_egress_table(host: str, expected: str | None, client: str) -> None:
     assert len(EGRESS_TABLE) >= 30
     policy = EgressPolicy(resolver=fixed_resolver(DNS))
     # 1) The policy's own verdict on the host as written.
@@ -155,17 +188,20 @@ async def test_egress_table(host: str, expected: str | None) -> None:
             await policy.resolve(host, 443)
         assert info.value.reason.startswith(expected)
     # 2) A real client request to it: blocked means no connection attempt at all.
-    exc, attempts = await attempt(f"http://{host}:8080/x", policy)
-    if expected is None:
+    request = attempt if client == "httpx" else attempt_session
+    exc, attempts = await request(f"http://{host}:8080/x", policy)
+    if expected is None and isinstance(exc, aiohttp.InvalidURL):
+        # aiohttp refuses non-canonical IPv4 spellings outright, even of public addresses.
+        assert attempts == [] and host.isdigit()
+    elif expected is None:
         # The connection went to the checked address itself (refused only by the recorder).
-        assert isinstance(exc, httpx.ConnectError)
+        assert isinstance(exc, (httpx.ConnectError, aiohttp.ClientConnectorError)), exc
         assert len(attempts) == 1
         assert ipaddress.ip_address(attempts[0][0]).is_global
         assert attempts[0][1] == 8080
     else:
         assert attempts == []
-        # httpx refuses some spellings (4-part octal) as invalid URLs before we see them.
-        assert isinstance(exc, (EgressBlocked, httpx.InvalidURL)), exc
+        assert refused_before_any_connection(exc), exc
         if isinstance(exc, EgressBlocked):
             assert exc.reason.startswith(expected)
 
@@ -177,6 +213,15 @@ async def test_every_resolved_address_is_checked_and_the_checked_one_is_used() -
     assert isinstance(exc, httpx.ConnectError)
     # Both checked addresses were tried in order, nothing else, and the name was resolved once.
     assert attempts == [("1.1.1.1", 80), ("8.8.8.8", 80)]
+    assert resolver.calls == ["multi.example"]
+
+
+async def test_session_tries_only_checked_addresses_in_order() -> None:
+    resolver = fixed_resolver({"multi.example": ["1.1.1.1", "8.8.8.8"]})
+    exc, attempts = await attempt_session("http://multi.example/", EgressPolicy(resolver=resolver))
+    assert isinstance(exc, aiohttp.ClientConnectorError)
+    # aiohttp retries the remaining addresses after a failed round: the checked ones, only.
+    assert list(dict.fromkeys(attempts)) == [("1.1.1.1", 80), ("8.8.8.8", 80)]
     assert resolver.calls == ["multi.example"]
 
 
@@ -241,6 +286,38 @@ async def test_dns_rebinding_public_then_private_is_pinned_per_connection() -> N
         async with egress_client(policy) as client:
             with pytest.raises(EgressBlocked) as info:
                 await client.get(f"http://rebind.example:{port}/hello")
+            assert info.value.reason == "private"
+            assert calls == ["rebind.example", "rebind.example"]
+
+
+async def test_session_allow_list_redirects_and_rebinding_against_a_real_server() -> None:
+    answers = [["127.0.0.1"], ["10.0.0.1"]]
+    calls: list[str] = []
+
+    async def rebinding(host: str, port: int) -> list[str]:
+        calls.append(host)
+        return answers[min(len(calls), len(answers)) - 1]
+
+    async with serve_asgi(_hello_app("http://169.254.169.254/latest/meta-data")) as port:
+        async with egress_session(EgressPolicy()) as session:
+            with pytest.raises(EgressBlocked):
+                await session.get(f"http://127.0.0.1:{port}/hello")
+        allowed = EgressPolicy.from_allow_list(["127.0.0.1/32"], resolver=rebinding)
+        async with egress_session(allowed) as session:
+            async with session.get(f"http://127.0.0.1:{port}/hello") as response:
+                assert await response.text() == "hello"
+            async with session.get(
+                f"http://127.0.0.1:{port}/redirect", allow_redirects=False
+            ) as response:
+                assert response.status == 302
+            for other in ("127.0.0.2", "[::1]"):
+                with pytest.raises(EgressBlocked):
+                    await session.get(f"http://{other}:{port}/hello")
+            async with session.get(f"http://rebind.example:{port}/hello") as response:
+                assert await response.text() == "hello"
+        async with egress_session(allowed) as session:
+            with pytest.raises(EgressBlocked) as info:
+                await session.get(f"http://rebind.example:{port}/hello")
             assert info.value.reason == "private"
             assert calls == ["rebind.example", "rebind.example"]
 

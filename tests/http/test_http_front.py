@@ -112,6 +112,9 @@ HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "app
 
 
 def _sse_json(text: str) -> list[dict[str, Any]]:
+    """The JSON-RPC messages of an answer: a JSON body (a quick answer) or an SSE stream."""
+    if text.lstrip().startswith("{"):
+        return [json.loads(text)]
     return [
         json.loads(line[5:])
         for line in text.splitlines()
@@ -136,6 +139,9 @@ async def test_sessions_are_minted_and_bound_to_the_credential(setup: Setup) -> 
         listing = {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}
         response = await http.post(setup.url, headers={**alice, **version}, json=listing)
         assert response.status_code == 200 and _sse_json(response.text)[-1]["result"]["tools"]
+        # A quick answer with nothing before it is one JSON body, still naming the session.
+        assert response.headers["content-type"] == "application/json"
+        assert response.headers["mcp-session-id"] == sid
         # Another client's valid credential cannot use the session: it does not exist for it.
         response = await http.post(setup.url, headers={**bob, **version}, json=listing)
         assert response.status_code == 404

@@ -176,9 +176,40 @@ async def test_timeout_follows_the_failure_mode(failure_mode: str) -> None:
         assert out.allowed and [g for g, _ in Scripted.calls] == ["slow", "after"]
 
 
-async def test_a_cpu_bound_overrun_is_a_timeout_too() -> None:
-    out = await run([guard("spin", "spin", 1, timeout_ms=10)], {})
+class PurePolicy(Scripted):
+    """Declares that its hooks never await (as the built-in content guards do)."""
+
+    awaits_io = False
+
+
+@pytest.mark.parametrize("kind", [Scripted, PurePolicy])
+async def test_a_cpu_bound_overrun_is_a_timeout_too(kind: type[Scripted]) -> None:
+    # With or without the deadline timer, a late answer from CPU-bound code is void.
+    spec = GuardSpec(kind="scripted", id="spin", priority=1, timeout_ms=10, runs_on=["tool_invoke"])
+    out = await run([kind(spec, "spin")], {})
     assert out.runs[0].outcome == "timeout" and isinstance(out.stop, Deny)
+
+
+def test_built_in_pure_guards_are_the_ones_that_never_await() -> None:
+    import inspect
+
+    from mcpward.pipeline.registry import resolve_guard_kind
+
+    for kind in (
+        "tool_filter",
+        "tool_poisoning",
+        "tool_shadowing",
+        "secrets",
+        "response_injection",
+        "server_allowlist",
+    ):
+        cls = resolve_guard_kind(kind)
+        assert cls.awaits_io is False
+        for phase in cls.supported_phases():
+            source = inspect.getsource(getattr(cls, f"on_{phase.value}"))
+            assert "await " not in source, (kind, phase)
+    for kind in ("rug_pull", "access", "http_hook", "wasm"):
+        assert resolve_guard_kind(kind).awaits_io is True
 
 
 @pytest.mark.parametrize("failure_mode", ["fail_closed", "fail_open"])

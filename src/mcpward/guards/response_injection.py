@@ -65,6 +65,7 @@ def sentence_span(text: str, start: int, end: int) -> tuple[int, int]:
 @guard_kind
 class ResponseInjectionGuard(Guard):
     kind = "response_injection"
+    awaits_io = False
     Options = ResponseInjectionOptions
 
     def __init__(self, spec: GuardSpec, options: ResponseInjectionOptions) -> None:

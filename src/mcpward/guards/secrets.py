@@ -58,6 +58,7 @@ class SecretsOptions(BaseModel):
 @guard_kind
 class SecretsGuard(Guard):
     kind = "secrets"
+    awaits_io = False
     Options = SecretsOptions
 
     def __init__(self, spec: GuardSpec, options: SecretsOptions) -> None:

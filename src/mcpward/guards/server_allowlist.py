@@ -66,6 +66,7 @@ class ServerAllowlistGuard(Guard):
     """Decides per upstream once at attach; the request hook only looks the verdict up."""
 
     kind = "server_allowlist"
+    awaits_io = False
     Options = ServerAllowlistOptions
 
     def __init__(self, spec: GuardSpec, options: ServerAllowlistOptions) -> None:

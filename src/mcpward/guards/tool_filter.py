@@ -37,6 +37,7 @@ class ToolFilterGuard(Guard):
     """A tool passes iff every rule for its upstream allows it (allow-list, then deny-list)."""
 
     kind = "tool_filter"
+    awaits_io = False
     Options = ToolFilterOptions
 
     def __init__(self, spec: Any, options: ToolFilterOptions) -> None:

@@ -86,6 +86,7 @@ class ToolPoisoningGuard(Guard):
     """Pure policy: the same definition always gets the same verdict."""
 
     kind = "tool_poisoning"
+    awaits_io = False
     Options = ToolPoisoningOptions
 
     def __init__(self, spec: GuardSpec, options: ToolPoisoningOptions) -> None:

@@ -143,6 +143,7 @@ class ToolShadowingGuard(Guard):
     """Compares this upstream's list with the catalog of every other upstream."""
 
     kind = "tool_shadowing"
+    awaits_io = False
     Options = ToolShadowingOptions
 
     def __init__(self, spec: GuardSpec, options: ToolShadowingOptions) -> None:

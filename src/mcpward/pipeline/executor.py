@@ -110,7 +110,10 @@ class Pipeline:
         failure: str | None = None
         decision: Any = None
         try:
-            async with asyncio.timeout(deadline):
+            if guard.awaits_io:
+                async with asyncio.timeout(deadline):
+                    decision = await hook(subject, ctx)
+            else:
                 decision = await hook(subject, ctx)
         except TimeoutError:
             failure = "timeout"

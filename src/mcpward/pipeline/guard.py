@@ -29,6 +29,9 @@ class Guard:
 
     kind: ClassVar[str] = ""
     Options: ClassVar[type[BaseModel]] = NoOptions
+    # False for pure policy whose hooks never await: asyncio cannot cancel CPU-bound code, so the
+    # executor skips the deadline timer for them and keeps only the post-hoc overrun check.
+    awaits_io: ClassVar[bool] = True
 
     def __init__(self, spec: GuardSpec, options: Any) -> None:
         self.spec = spec

@@ -23,6 +23,18 @@ class UpstreamSnapshot:
     instructions: str | None = None
     server_info: dict[str, Any] | None = None
     fetched_at: float = 0.0  # time.monotonic() of the read
+    # (the tools list it was built from, name -> definition); rebuilt when `tools` is replaced
+    _tool_index: tuple[list[dict[str, Any]], dict[str, dict[str, Any]]] | None = field(
+        default=None, init=False, repr=False, compare=False
+    )
+
+    def tool(self, name: str) -> dict[str, Any] | None:
+        """The tool definition called `name` (upstream-local), in O(1) on the hot path."""
+        index = self._tool_index
+        if index is None or index[0] is not self.tools:
+            index = (self.tools, {str(t.get("name")): t for t in self.tools})
+            self._tool_index = index
+        return index[1].get(name)
 
 
 SnapshotListener = Callable[[UpstreamSnapshot], Awaitable[None]]

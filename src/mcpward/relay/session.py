@@ -151,8 +151,6 @@ class Session:
         self._template_routes: list[tuple[re.Pattern[str], str]] = []
         self._background: set[asyncio.Task[Any]] = set()
         self._routes: dict[RequestId, str] = {}  # client request id -> upstream it went to
-        # upstream -> (the catalog's tools list it was built from, name -> definition)
-        self._definitions: dict[str, tuple[list[dict[str, Any]], dict[str, dict[str, Any]]]] = {}
         self._closed = False
         self._handlers: dict[str, Callable[[Message], Awaitable[Message | None]]] = {
             methods.INITIALIZE: self._initialize,
@@ -841,13 +839,7 @@ class Session:
         if method != methods.TOOLS_CALL:
             return None
         snap = self.g.catalog.snapshot(upstream)
-        if snap is None:
-            return None
-        cached = self._definitions.get(upstream)
-        if cached is None or cached[0] is not snap.tools:  # the list object changes on re-read
-            cached = (snap.tools, {str(t.get("name")): t for t in snap.tools})
-            self._definitions[upstream] = cached
-        return cached[1].get(local)
+        return snap.tool(local) if snap is not None else None
 
     # ---- other routed requests ---------------------------------------------------------------
 

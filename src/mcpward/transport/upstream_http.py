@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-import httpx
+import aiohttp
 from mcp.shared.inbound import (
     NAME_BEARING_METHODS,
     encode_header_value,
@@ -27,7 +27,7 @@ from mcpward.protocol import errors, jsonrpc, methods
 from mcpward.protocol.canonical import canonical_sha256
 from mcpward.protocol.eras import META_PROTOCOL_VERSION, MODERN_VERSIONS
 from mcpward.protocol.errors import UpstreamFailure
-from mcpward.transport.egress import EgressBlocked, EgressConfigError, EgressPolicy, egress_client
+from mcpward.transport.egress import EgressBlocked, EgressConfigError, EgressPolicy, egress_session
 from mcpward.transport.http_front.sse import SseDecoder, SseEvent
 from mcpward.transport.upstream import UpstreamConnection, UpstreamUnavailable
 
@@ -93,7 +93,7 @@ class HttpUpstreamConnection(UpstreamConnection):
         except EgressConfigError as exc:
             raise ValueError(f"upstream {spec.id!r}: {exc}") from None
         self._digest = canonical_sha256({"kind": "http", "url": endpoint_identity(spec.url)})
-        self._client: httpx.AsyncClient | None = None
+        self._client: aiohttp.ClientSession | None = None
         self._inbox: asyncio.Queue[dict[str, Any] | UpstreamUnavailable] = asyncio.Queue()
         self._headers: dict[str, str] = {}
         self._session_id: str | None = None
@@ -134,11 +134,7 @@ class HttpUpstreamConnection(UpstreamConnection):
         self._session_id = None
         self._protocol_version = None
         self._failed = False
-        self._client = egress_client(
-            self.policy,
-            timeout=httpx.Timeout(connect=30.0, read=None, write=30.0, pool=30.0),
-            limits=httpx.Limits(max_connections=64, max_keepalive_connections=32),
-        )
+        self._client = egress_session(self.policy, connect_timeout=30.0, limit=64)
 
     async def close(self) -> None:
         client, self._client = self._client, None
@@ -158,11 +154,13 @@ class HttpUpstreamConnection(UpstreamConnection):
             return
         if self._session_id is not None:
             with contextlib.suppress(Exception):
-                await asyncio.wait_for(
-                    client.delete(self.url, headers=self._base_headers(None)), DELETE_TIMEOUT_S
-                )
+                async with asyncio.timeout(DELETE_TIMEOUT_S):
+                    response = await client.delete(
+                        self.url, headers=self._base_headers(None), allow_redirects=False
+                    )
+                    response.release()
         self._session_id = None
-        await client.aclose()
+        await client.close()
 
     async def receive(self) -> dict[str, Any]:
         item = await self._inbox.get()
@@ -241,31 +239,35 @@ class HttpUpstreamConnection(UpstreamConnection):
                     headers.update(mcp_param_headers(header_map, arguments))
         return headers
 
-    async def _post_one_way(self, client: httpx.AsyncClient, message: Any, data: bytes) -> None:
+    async def _post_one_way(self, client: aiohttp.ClientSession, message: Any, data: bytes) -> None:
         """A notification or a response: the server answers 202 with no body."""
         try:
             headers = self._request_headers(message)
-            response = await client.post(self.url, content=data, headers=headers)
+            async with client.post(
+                self.url, data=data, headers=headers, allow_redirects=False
+            ) as response:
+                status = response.status
+                await response.read()
         except EgressBlocked as exc:
             raise UpstreamUnavailable(UpstreamFailure.NOT_CONNECTED, str(exc)) from None
-        except httpx.HTTPError as exc:
+        except (aiohttp.ClientError, TimeoutError) as exc:
             raise UpstreamUnavailable(UpstreamFailure.NOT_CONNECTED, type(exc).__name__) from None
-        if response.status_code == 404 and self._session_id is not None:
+        if status == 404 and self._session_id is not None:
             self._fail(UpstreamFailure.CRASHED, "the upstream ended the session")
-        elif response.status_code >= 400:
+        elif status >= 400:
             log.info(
                 "upstream %s answered HTTP %d to a %s",
                 self.upstream_id,
-                response.status_code,
+                status,
                 message.get("method", "response"),
             )
 
-    async def _post_request(self, client: httpx.AsyncClient, message: Any, data: bytes) -> None:
+    async def _post_request(self, client: aiohttp.ClientSession, message: Any, data: bytes) -> None:
         request_id = message["id"]
         method = message["method"]
         try:
-            async with client.stream(
-                "POST", self.url, content=data, headers=self._request_headers(message)
+            async with client.post(
+                self.url, data=data, headers=self._request_headers(message), allow_redirects=False
             ) as response:
                 if method == methods.INITIALIZE:
                     sid = response.headers.get("mcp-session-id")
@@ -277,10 +279,10 @@ class HttpUpstreamConnection(UpstreamConnection):
             log.warning("upstream %s: %s", self.upstream_id, exc)
             self._fail(UpstreamFailure.NOT_CONNECTED, str(exc))
             return
-        except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
+        except (aiohttp.ClientConnectorError, aiohttp.ConnectionTimeoutError) as exc:
             self._fail(UpstreamFailure.NOT_CONNECTED, type(exc).__name__)
             return
-        except httpx.HTTPError as exc:
+        except (aiohttp.ClientError, TimeoutError) as exc:
             self._deliver_failure(request_id, UpstreamFailure.CRASHED, type(exc).__name__)
             return
         if last_id is None:
@@ -289,13 +291,15 @@ class HttpUpstreamConnection(UpstreamConnection):
         for _ in range(RESUME_ATTEMPTS):
             await asyncio.sleep(retry_s)
             try:
-                async with client.stream(
-                    "GET", self.url, headers={**self._base_headers(None), "Last-Event-ID": last_id}
+                async with client.get(
+                    self.url,
+                    headers={**self._base_headers(None), "Last-Event-ID": last_id},
+                    allow_redirects=False,
                 ) as response:
-                    if response.status_code != 200:
+                    if response.status != 200:
                         break
                     resumed_last, retry_s = await self._read_answer(response, request_id, method)
-            except httpx.HTTPError:
+            except (aiohttp.ClientError, TimeoutError):
                 continue
             if resumed_last is None:
                 return
@@ -303,11 +307,11 @@ class HttpUpstreamConnection(UpstreamConnection):
         self._deliver_failure(request_id, UpstreamFailure.CRASHED, "stream ended without an answer")
 
     async def _read_answer(
-        self, response: httpx.Response, request_id: Any, method: str
+        self, response: aiohttp.ClientResponse, request_id: Any, method: str
     ) -> tuple[str | None, float]:
         """Queue what a POST (or resumed GET) stream carries. Returns (last event id, retry) if
         the stream ended before the answer to `request_id`, else (None, 0)."""
-        status = response.status_code
+        status = response.status
         ctype = response.headers.get("content-type", "").split(";")[0].strip().lower()
         if status == 404 and self._session_id is not None and method != methods.INITIALIZE:
             self._fail(UpstreamFailure.CRASHED, "the upstream ended the session")
@@ -315,7 +319,7 @@ class HttpUpstreamConnection(UpstreamConnection):
         if ctype == "text/event-stream" and status == 200:
             decoder = SseDecoder(self.max_frame_bytes)
             retry_s = 1.0
-            chunks = response.aiter_raw()
+            chunks = response.content.iter_any()
             async for chunk in chunks:
                 answered = False
                 for event in decoder.feed(chunk):
@@ -326,7 +330,7 @@ class HttpUpstreamConnection(UpstreamConnection):
                 if answered:
                     # The server ends the stream after the answer; reading to its end lets the
                     # connection be reused instead of being torn down.
-                    with contextlib.suppress(TimeoutError, httpx.HTTPError):
+                    with contextlib.suppress(TimeoutError, aiohttp.ClientError):
                         async with asyncio.timeout(DRAIN_S):
                             async for _ in chunks:
                                 pass
@@ -359,9 +363,9 @@ class HttpUpstreamConnection(UpstreamConnection):
         )
         return None, 0.0
 
-    async def _read_capped(self, response: httpx.Response) -> bytes | None:
+    async def _read_capped(self, response: aiohttp.ClientResponse) -> bytes | None:
         body = bytearray()
-        async for chunk in response.aiter_raw():
+        async for chunk in response.content.iter_any():
             body += chunk
             if len(body) > self.max_frame_bytes:
                 return None
@@ -428,7 +432,7 @@ class HttpUpstreamConnection(UpstreamConnection):
 
     # ---- the GET stream (handshake era) --------------------------------------------------
 
-    async def _get_stream_loop(self, client: httpx.AsyncClient) -> None:
+    async def _get_stream_loop(self, client: aiohttp.ClientSession) -> None:
         failures = 0
         last_id: str | None = None
         retry_s = 1.0
@@ -438,25 +442,25 @@ class HttpUpstreamConnection(UpstreamConnection):
             if last_id is not None:
                 headers["Last-Event-ID"] = last_id
             try:
-                async with client.stream("GET", self.url, headers=headers) as response:
-                    if response.status_code == 405:
+                async with client.get(self.url, headers=headers, allow_redirects=False) as response:
+                    if response.status == 405:
                         return  # the server offers no GET stream
-                    if response.status_code == 404 and self._session_id is not None:
+                    if response.status == 404 and self._session_id is not None:
                         self._fail(UpstreamFailure.CRASHED, "the upstream ended the session")
                         return
                     ctype = response.headers.get("content-type", "")
-                    if response.status_code != 200 or not ctype.startswith("text/event-stream"):
+                    if response.status != 200 or not ctype.startswith("text/event-stream"):
                         failures += 1
                     else:
                         failures = 0
                         decoder = SseDecoder(self.max_frame_bytes)
-                        async for chunk in response.aiter_raw():
+                        async for chunk in response.content.iter_any():
                             for event in decoder.feed(chunk):
                                 if event.retry_ms is not None:
                                     retry_s = min(event.retry_ms / 1000.0, MAX_RETRY_S)
                                 if not event.oversized:
                                     self._take_event(event, object(), "")
                         last_id = decoder.last_event_id or last_id
-            except (httpx.HTTPError, EgressBlocked):
+            except (aiohttp.ClientError, TimeoutError, EgressBlocked):
                 failures += 1
             await asyncio.sleep(retry_s)

@@ -1,6 +1,7 @@
 """The egress filter: every connection the gateway itself opens (HTTP upstreams, JWKS, hook guards).
 
-Use `egress_client(EgressPolicy.from_allow_list(upstream.allow_private))` for an httpx client.
+`egress_session(policy)` gives the aiohttp session HTTP upstreams use (the hot path);
+`egress_client(policy)` gives an httpx client (JWKS fetches, HTTP hook guards).
 """
 
 from mcpward.transport.egress.addresses import (
@@ -17,6 +18,7 @@ from mcpward.transport.egress.policy import (
     parse_allow_list,
     system_resolver,
 )
+from mcpward.transport.egress.session import GuardedResolver, egress_session
 
 __all__ = [
     "AddressLiteralError",
@@ -25,8 +27,10 @@ __all__ = [
     "EgressPolicy",
     "EgressTransport",
     "GuardedNetworkBackend",
+    "GuardedResolver",
     "blocked_reason",
     "egress_client",
+    "egress_session",
     "parse_allow_list",
     "parse_host_literal",
     "parse_ipv4_literal",

@@ -122,6 +122,9 @@ class HttpFrontApp:
                 await send_json(send, 500, body)
 
     async def _handle(self, scope: Scope, receive: Receive, send: Send) -> None:
+        # RFC 9110 §5.5: a field value excludes leading and trailing whitespace. h11 strips it,
+        # httptools does not; every check below sees the same values whichever parser ran.
+        scope["headers"] = [(k, v.strip(b" \t")) for k, v in scope["headers"]]
         problem = self.policy.problem(scope["headers"])
         if problem is not None:
             await send_json(send, 403, jsonrpc.error(None, errors.INVALID_REQUEST, problem))
@@ -302,8 +305,7 @@ class HttpFrontApp:
         if route is None:
             return None
         snapshot = self.gateway.catalog.snapshot(route[0])
-        tools = snapshot.tools if snapshot is not None else []
-        tool = next((t for t in tools if t.get("name") == route[1]), None)
+        tool = snapshot.tool(route[1]) if snapshot is not None else None
         if tool is None:
             return None
         return param_header_rejection(tool.get("inputSchema"), params.get("arguments"), headers)

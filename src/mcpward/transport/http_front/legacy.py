@@ -1,7 +1,8 @@
 """Handshake-era HTTP sessions: ids we mint and bind to the authenticated client, each with its
-own relay session. Requests are answered on their own SSE stream (priming event, then related
-messages, then the answer); the rest goes to the GET stream; every event can be replayed with
-`Last-Event-ID`. Closing a stream is not cancellation in this era.
+own relay session. A request answered within JSON_WINDOW_S, with nothing before the answer, gets
+a plain JSON body; otherwise its own SSE stream (priming event, related messages, the answer).
+The rest goes to the GET stream; every event can be replayed with `Last-Event-ID`. Closing a
+stream is not cancellation in this era.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from mcpward.transport.http_front.responses import (
     SSE_HEADERS,
     Receive,
     Send,
+    send_body,
     send_json,
     send_status,
 )
@@ -36,6 +38,9 @@ log = logging.getLogger("mcpward.http")
 
 RETRY_MS = 1000
 PING_INTERVAL_S = 15.0
+# A quick answer is sent as one JSON body (two writes instead of four, no SSE parsing); a slow
+# or chatty request switches to SSE, so priming and keep-alive pings still reach the client.
+JSON_WINDOW_S = 1.0
 MAX_EVENTS = 1000
 GET_STREAM = "get"
 PING = b": ping\n\n"
@@ -136,6 +141,8 @@ class LegacySession:
         self.last_used = time.monotonic()
         try:
             await self.relay.handle(Frame(FrameKind.REQUEST, message))
+            if await self._answer_as_json(queue, send):
+                return
             await self._stream(key, queue, version >= PRIMING_FROM, receive, send)
         finally:
             if self.live.get(key) is queue:
@@ -173,6 +180,24 @@ class LegacySession:
                 del self.live[key]
 
     # ---- writers ------------------------------------------------------------------------------
+
+    async def _answer_as_json(self, queue: asyncio.Queue[Event | None], send: Send) -> bool:
+        """Send the answer as JSON if it is the first event and comes within the window; else
+        leave the queue as it was (the first event, if any, back in front) and return False."""
+        try:
+            async with asyncio.timeout(JSON_WINDOW_S):
+                first = await queue.get()
+        except TimeoutError:
+            return False
+        if first is not None and first is not DROPPED and first[2] and first[1] is not None:
+            await send_body(send, 200, first[1], headers=[(b"mcp-session-id", self.id.encode())])
+            return True
+        backlog = [first]
+        while not queue.empty():
+            backlog.append(queue.get_nowait())
+        for event in backlog:
+            queue.put_nowait(event)
+        return False
 
     async def _stream(
         self,

@@ -69,10 +69,13 @@ async def running_front(gateway: Gateway, front: HttpFront) -> AsyncIterator[str
     config = uvicorn.Config(
         app,
         lifespan="off",
+        http="httptools",  # the C parser: about 0.2 ms less per request than h11
         log_level="warning",
         access_log=False,
         timeout_graceful_shutdown=2,
         server_header=False,
+        # X-Forwarded-* would let any client choose the address we log and see; never trusted.
+        proxy_headers=False,
     )
     server = _Server(config)
     task = asyncio.create_task(server.serve(sockets=[sock]))
