@@ -262,3 +262,41 @@ async def test_client_credentials_never_reach_the_upstream(setup: Setup) -> None
     modern = [r for r in records if r["headers"].get("mcp-protocol-version") == "2026-07-28"]
     # Regenerated from the forwarded body: the upstream sees its own name for the tool.
     assert any(r["headers"].get("mcp-name") == "test_simple_text" for r in modern)
+
+
+async def _first_listen_event(url: str, listen_id: str) -> dict[str, Any]:
+    headers = {
+        **HEADERS,
+        "Authorization": f"Bearer {ALICE}",
+        "MCP-Protocol-Version": "2026-07-28",
+        "Mcp-Method": "subscriptions/listen",
+    }
+    body = {
+        "jsonrpc": "2.0",
+        "id": listen_id,
+        "method": "subscriptions/listen",
+        "params": {"notifications": {"toolsListChanged": True}, "_meta": MODERN_META},
+    }
+    async with (
+        httpx.AsyncClient(timeout=30) as http,
+        http.stream("POST", url, headers=headers, json=body) as response,
+    ):
+        assert response.status_code == 200
+        assert response.headers["content-type"].startswith("text/event-stream")
+        async for line in response.aiter_lines():
+            if line.startswith("data:") and line[5:].strip():
+                return dict(json.loads(line[5:]))
+    raise AssertionError("the listen stream ended without an event")
+
+
+@on_module_loop
+async def test_concurrent_listens_each_get_their_own_subscription_id(setup: Setup) -> None:
+    # Both listens share one pooled relay session and one upstream; the upstream tags its
+    # notifications with the gateway's ids, and each client stream gets its own id back.
+    first, second = await asyncio.gather(
+        asyncio.wait_for(_first_listen_event(setup.url, "listen-a"), 20),
+        asyncio.wait_for(_first_listen_event(setup.url, "listen-b"), 20),
+    )
+    for event, listen_id in ((first, "listen-a"), (second, "listen-b")):
+        assert event["method"] == "notifications/subscriptions/acknowledged"
+        assert event["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"] == listen_id

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from typing import Any
 
 from tests.relay.conftest import GatewayFactory, echo_upstream
 
@@ -85,22 +86,46 @@ async def test_input_required_results_and_retries_pass_through(gateway: GatewayF
         }
 
 
+SUBSCRIPTION = "io.modelcontextprotocol/subscriptionId"
+
+
+async def _listen(peer: Any, request_id: str, expect: int) -> list[dict[str, Any]]:
+    listen = asyncio.create_task(
+        peer.request(
+            "subscriptions/listen",
+            {"_meta": MODERN_META, "notifications": {"toolsListChanged": True}},
+            request_id=request_id,
+        )
+    )
+    seen = [await asyncio.wait_for(peer.unsolicited.get(), 10) for _ in range(expect)]
+    assert not listen.done()
+    listen.cancel()
+    return seen
+
+
 async def test_subscriptions_listen_streams_notifications(gateway: GatewayFactory) -> None:
     async with gateway([echo_upstream("a")], initialize=False) as peer:
-        listen = asyncio.create_task(
-            peer.request(
-                "subscriptions/listen",
-                {"_meta": MODERN_META, "notifications": {"toolsListChanged": True}},
-            )
-        )
-        seen = [await asyncio.wait_for(peer.unsolicited.get(), 10) for _ in range(2)]
+        seen = await _listen(peer, "my-listen", 2)
         assert [m["method"] for m in seen] == [
             "notifications/subscriptions/acknowledged",
             "notifications/tools/list_changed",
         ]
-        assert all("io.modelcontextprotocol/subscriptionId" in m["params"]["_meta"] for m in seen)
-        assert not listen.done()
-        listen.cancel()
+        # The upstream tagged them with *our* listen id; the client gets its own back.
+        assert all(m["params"]["_meta"][SUBSCRIPTION] == "my-listen" for m in seen)
+
+
+async def test_aggregated_listen_brings_every_upstreams_notifications(
+    gateway: GatewayFactory,
+) -> None:
+    # Each upstream sees a listen id of the gateway's own (per-link counters, so the two may be
+    # equal); every notification reaches the one client subscription, under the client's id.
+    async with gateway([echo_upstream("a"), echo_upstream("b")], initialize=False) as peer:
+        seen = await _listen(peer, "agg", 4)
+        methods = sorted(m["method"] for m in seen)
+        assert methods == sorted(
+            ["notifications/subscriptions/acknowledged", "notifications/tools/list_changed"] * 2
+        )
+        assert all(m["params"]["_meta"][SUBSCRIPTION] == "agg" for m in seen)
 
 
 async def test_modern_synthesised_results_carry_result_type(gateway: GatewayFactory) -> None:

@@ -207,13 +207,22 @@ class UpstreamLink:
         if self.initialized_sent:
             await self.notify(methods.INITIALIZED, None)
 
+    def new_request_id(self) -> int:
+        """An id of ours for a request to this upstream, for callers that must know it first."""
+        return next(self._ids)
+
     async def request_raw(
-        self, method: str, params: dict[str, Any] | None, timeout: float | None = None
+        self,
+        method: str,
+        params: dict[str, Any] | None,
+        timeout: float | None = None,
+        request_id: int | None = None,
     ) -> dict[str, Any]:
         """Send a request with our own id; return the upstream's response or error message."""
         if self.state is not LinkState.UP:
             raise UpstreamError(self.id, self._down_reason())
-        request_id = next(self._ids)
+        if request_id is None:
+            request_id = next(self._ids)
         future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
         self._pending[request_id] = future
         try:

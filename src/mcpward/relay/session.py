@@ -29,6 +29,7 @@ from mcpward.protocol.eras import (
     META_CLIENT_CAPABILITIES,
     META_PROTOCOL_VERSION,
     META_SERVER_INFO,
+    META_SUBSCRIPTION_ID,
     MODERN_VERSIONS,
     Era,
     complete_result,
@@ -144,6 +145,10 @@ class Session:
             gateway.catalog.set_fetcher(upstream_id, fetcher)
         self._inflight: dict[RequestId, asyncio.Task[None]] = {}
         self._progress_owner: dict[object, RequestId] = {}
+        # (upstream id, str(our listen request id)) -> the client's listen request id: an
+        # upstream tags each notification of a subscription with the id of the listen request
+        # it received, which is ours; the client knows the subscription by its own id.
+        self._listens: dict[tuple[str, str], RequestId] = {}
         self._server_requests: dict[int, tuple[UpstreamLink, RequestId]] = {}
         self._server_progress: dict[object, UpstreamLink] = {}
         self._gw_ids = itertools.count(1)
@@ -252,6 +257,14 @@ class Session:
             return
         params = message.get("params") or {}
         related: RequestId | None = None
+        meta = params.get("_meta") if isinstance(params, dict) else None
+        if isinstance(meta, dict) and META_SUBSCRIPTION_ID in meta:
+            related = self._listens.get((link.id, str(meta[META_SUBSCRIPTION_ID])))
+            if related is None:
+                log.debug("upstream %s: notification for a subscription not open; dropped", link.id)
+                return
+            meta = {**meta, META_SUBSCRIPTION_ID: related}
+            message = {**message, "params": {**params, "_meta": meta}}
         if method == methods.PROGRESS:
             related = self._progress_owner.get(params.get("progressToken"))
         elif method == methods.CANCELLED:
@@ -370,12 +383,18 @@ class Session:
             token = meta["progressToken"]
             self._progress_owner[token] = client_rid
         self._routes[client_rid] = link.id
+        upstream_rid: int | None = None
+        if method == methods.SUBSCRIPTIONS_LISTEN:
+            upstream_rid = link.new_request_id()
+            self._listens[(link.id, str(upstream_rid))] = client_rid
         try:
-            return await link.request_raw(method, params, timeout)
+            return await link.request_raw(method, params, timeout, upstream_rid)
         finally:
             self._routes.pop(client_rid, None)
             if token is not None:
                 self._progress_owner.pop(token, None)
+            if upstream_rid is not None:
+                self._listens.pop((link.id, str(upstream_rid)), None)
 
     async def _record(self, record: DecisionRecord) -> None:
         await self.g.recorder.record(record)

@@ -57,11 +57,22 @@ class Waiter:
         self.client_id = client_id
         self.listen = listen
         self.queue: asyncio.Queue[tuple[bool, Message]] = asyncio.Queue()
-        self.subscription: object = None
         self.done = False
 
     def put(self, message: Message, final: bool) -> None:
         self.queue.put_nowait((final, message))
+
+
+def _own_subscription(message: Message, waiter: Waiter) -> Message:
+    """The relay tags a subscription's notifications with our listen id (the POST's id in
+    the pooled session); the client knows the subscription by its own listen request id."""
+    params = message.get("params")
+    meta = params.get("_meta") if isinstance(params, dict) else None
+    if not waiter.listen or not isinstance(meta, dict) or META_SUBSCRIPTION_ID not in meta:
+        return message
+    assert isinstance(params, dict)
+    meta = {**meta, META_SUBSCRIPTION_ID: waiter.client_id}
+    return {**message, "params": {**params, "_meta": meta}}
 
 
 class PooledSession:
@@ -72,7 +83,6 @@ class PooledSession:
         self.waiters: dict[int, Waiter] = {}
         self.ids = itertools.count(1)
         self.last_used = time.monotonic()
-        self._subscriptions: dict[object, Waiter] = {}
 
     async def send(self, message: Message, related_request_id: RequestId | None) -> None:
         if "method" not in message:
@@ -86,29 +96,7 @@ class PooledSession:
         if related_request_id is not None:
             waiter = self.waiters.get(related_request_id)  # type: ignore[arg-type]
             if waiter is not None:
-                waiter.put(message, final=False)
-            return
-        self._unrelated(message)
-
-    def _unrelated(self, message: Message) -> None:
-        params = message.get("params")
-        meta = params.get("_meta") if isinstance(params, dict) else None
-        sub = meta.get(META_SUBSCRIPTION_ID) if isinstance(meta, dict) else None
-        if sub is not None:
-            waiter = self._subscriptions.get(sub)
-            if waiter is None or waiter.client_id is None:
-                # Listen streams are answered in the order they were opened.
-                unbound = [w for w in self.waiters.values() if w.listen and w.subscription is None]
-                if not unbound:
-                    return
-                waiter = unbound[0]
-                waiter.subscription = sub
-                self._subscriptions[sub] = waiter
-            if waiter.listen and waiter in self.waiters.values():
-                # The client knows its subscription by its own listen request id.
-                assert isinstance(params, dict) and isinstance(meta, dict)
-                rewritten = {**params, "_meta": {**meta, META_SUBSCRIPTION_ID: waiter.client_id}}
-                waiter.put({**message, "params": rewritten}, final=False)
+                waiter.put(_own_subscription(message, waiter), final=False)
             return
         plain = [w for w in self.waiters.values() if not w.listen]
         if len(plain) == 1:
@@ -122,9 +110,7 @@ class PooledSession:
         return gw_id, waiter
 
     def release(self, gw_id: int) -> None:
-        waiter = self.waiters.pop(gw_id, None)
-        if waiter is not None and waiter.subscription is not None:
-            self._subscriptions.pop(waiter.subscription, None)
+        self.waiters.pop(gw_id, None)
         self.last_used = time.monotonic()
 
 
