@@ -224,3 +224,70 @@ def test_identity_digest_ignores_credentials_and_query() -> None:
     a = connection(80, allow_private=[]).identity_digest
     b = connection(80, allow_private=["127.0.0.1"]).identity_digest
     assert a == b
+
+
+async def _raw_server(handler: Any) -> tuple[asyncio.Server, int]:
+    server = await asyncio.start_server(handler, "127.0.0.1", 0)
+    return server, server.sockets[0].getsockname()[1]
+
+
+async def test_an_upstream_that_hangs_up_mid_answer_fails_only_that_request() -> None:
+    """A raw server: the first POST gets half an SSE event and a closed socket; the next one
+    a proper JSON answer on a new connection."""
+    served = 0
+
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        nonlocal served
+        head = await reader.readuntil(b"\r\n\r\n")
+        length = int(
+            next(
+                line.split(b":")[1]
+                for line in head.split(b"\r\n")
+                if line.lower().startswith(b"content-length")
+            )
+        )
+        body = await reader.readexactly(length)
+        served += 1
+        if served == 1:
+            writer.write(
+                b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n"
+                b"transfer-encoding: chunked\r\n\r\n10\r\nevent: message\ndat\r\n"
+            )
+        else:
+            rid = body.split(b'"id":')[1].split(b",")[0].strip()
+            answer = b'{"jsonrpc":"2.0","id":' + rid + b',"result":{}}'
+            writer.write(
+                b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: "
+                + str(len(answer)).encode()
+                + b"\r\n\r\n"
+                + answer
+            )
+        await writer.drain()
+        writer.close()
+
+    server, port = await _raw_server(handler)
+    conn = connection(port)
+    await conn.start()
+    try:
+        failed = await exchange(conn, request(1, "tools/call", {"name": "x"}))
+        assert failed["id"] == 1 and failed["error"]["code"] == -32011
+        assert failed["error"]["data"]["reason"] == UpstreamFailure.CRASHED.value
+        assert (await exchange(conn, request(2, "tools/call", {"name": "x"})))["result"] == {}
+    finally:
+        await conn.close()
+        server.close()
+
+
+async def test_an_upstream_that_is_not_listening_takes_the_connection_down() -> None:
+    server, port = await _raw_server(lambda r, w: w.close())
+    server.close()
+    await server.wait_closed()
+    conn = connection(port)
+    await conn.start()
+    try:
+        await conn.send(request(1, "initialize", {}))
+        with pytest.raises(UpstreamUnavailable) as info:
+            await asyncio.wait_for(conn.receive(), 10)
+        assert info.value.reason is UpstreamFailure.NOT_CONNECTED
+    finally:
+        await conn.close()
