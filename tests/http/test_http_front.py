@@ -300,3 +300,54 @@ async def test_concurrent_listens_each_get_their_own_subscription_id(setup: Setu
     for event, listen_id in ((first, "listen-a"), (second, "listen-b")):
         assert event["method"] == "notifications/subscriptions/acknowledged"
         assert event["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"] == listen_id
+
+
+@on_module_loop
+async def test_concurrent_calls_in_one_session_get_their_own_server_requests(setup: Setup) -> None:
+    """Two sampling calls in flight on one session to one upstream: each sampling request
+    arrives on the stream of the call that caused it (the upstream's HTTP stream says which),
+    and each answer goes back to the right call."""
+    alice = {**HEADERS, "Authorization": f"Bearer {ALICE}"}
+    init = {**INIT, "params": {**INIT["params"], "capabilities": {"sampling": {}}}}
+    async with httpx.AsyncClient(timeout=30) as http:
+        response = await http.post(setup.url, headers=alice, json=init)
+        session = {
+            "MCP-Protocol-Version": "2025-11-25",
+            "Mcp-Session-Id": response.headers["mcp-session-id"],
+        }
+        headers = {**alice, **session}
+        note = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+        assert (await http.post(setup.url, headers=headers, json=note)).status_code == 202
+
+        async def call(request_id: int, label: str) -> str:
+            body = {
+                "jsonrpc": "2.0",
+                "id": request_id,
+                "method": "tools/call",
+                "params": {"name": "test_sampling", "arguments": {"prompt": label}},
+            }
+            async with http.stream("POST", setup.url, headers=headers, json=body) as stream:
+                async for line in stream.aiter_lines():
+                    if not line.startswith("data:") or not line[5:].strip():
+                        continue
+                    message = json.loads(line[5:])
+                    if message.get("method") == "sampling/createMessage":
+                        asked = message["params"]["messages"][0]["content"]["text"]
+                        assert label in asked, (label, asked)  # our own call's request
+                        answer = {
+                            "jsonrpc": "2.0",
+                            "id": message["id"],
+                            "result": {
+                                "role": "assistant",
+                                "content": {"type": "text", "text": label},
+                                "model": "test",
+                            },
+                        }
+                        reply = await http.post(setup.url, headers=headers, json=answer)
+                        assert reply.status_code == 202
+                    elif message.get("id") == request_id:
+                        return str(message["result"]["content"][0]["text"])
+            raise AssertionError("the call's stream ended without its answer")
+
+        answers = await asyncio.wait_for(asyncio.gather(call(21, "first"), call(22, "second")), 30)
+    assert answers == ["LLM response: first", "LLM response: second"]

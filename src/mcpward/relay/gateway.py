@@ -10,7 +10,6 @@ import contextlib
 import logging
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
 
 from mcpward.config.loader import LoadedConfig
 from mcpward.evidence.record import NullRecorder, Recorder
@@ -19,7 +18,7 @@ from mcpward.pipeline.context import Identity
 from mcpward.pipeline.executor import Pipeline
 from mcpward.pipeline.services import GatewayServices
 from mcpward.relay.catalog import Catalog
-from mcpward.relay.links import UpstreamLink
+from mcpward.relay.links import MessageHandler, UpstreamLink
 from mcpward.relay.naming import Namespace
 from mcpward.relay.session import Downstream, Session
 from mcpward.store.paths import resolve_state_dir
@@ -84,7 +83,7 @@ class Gateway:
     def make_link(
         self,
         upstream_id: str,
-        on_message: Callable[[UpstreamLink, dict[str, Any]], Awaitable[None]],
+        on_message: MessageHandler,
         on_state: Callable[[UpstreamLink], Awaitable[None]],
     ) -> UpstreamLink:
         spec = self.specs[upstream_id]

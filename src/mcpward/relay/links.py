@@ -21,7 +21,8 @@ from mcpward.transport.upstream import UpstreamConnection, UpstreamUnavailable
 
 log = logging.getLogger("mcpward.relay")
 
-MessageHandler = Callable[["UpstreamLink", dict[str, Any]], Awaitable[None]]
+# (link, message, our request id whose stream carried it or None)
+MessageHandler = Callable[["UpstreamLink", dict[str, Any], Any], Awaitable[None]]
 StateHandler = Callable[["UpstreamLink"], Awaitable[None]]
 
 
@@ -123,7 +124,7 @@ class UpstreamLink:
         conn = self.connection
         while True:
             try:
-                message = await conn.receive()
+                message, related = await conn.receive_related()
             except UpstreamUnavailable as exc:
                 await self._went_down(exc.reason, exc.detail)
                 return
@@ -143,7 +144,7 @@ class UpstreamLink:
                         future.set_result(message)
                     continue
             try:
-                await self._on_message(self, message)
+                await self._on_message(self, message, related)
             except Exception:
                 log.exception("handling a message from upstream %s failed", self.id)
 

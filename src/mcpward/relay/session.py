@@ -145,10 +145,10 @@ class Session:
             gateway.catalog.set_fetcher(upstream_id, fetcher)
         self._inflight: dict[RequestId, asyncio.Task[None]] = {}
         self._progress_owner: dict[object, RequestId] = {}
-        # (upstream id, str(our listen request id)) -> the client's listen request id: an
-        # upstream tags each notification of a subscription with the id of the listen request
-        # it received, which is ours; the client knows the subscription by its own id.
-        self._listens: dict[tuple[str, str], RequestId] = {}
+        # (upstream id, str(our request id)) -> the client's request id, while it is in flight:
+        # what an upstream says about a request (its HTTP stream, a subscription tag) names
+        # our id; the client knows the request by its own.
+        self._owners: dict[tuple[str, str], RequestId] = {}
         self._server_requests: dict[int, tuple[UpstreamLink, RequestId]] = {}
         self._server_progress: dict[object, UpstreamLink] = {}
         self._gw_ids = itertools.count(1)
@@ -248,25 +248,29 @@ class Session:
 
     # ---- upstream -> gateway -----------------------------------------------------------
 
-    async def _on_upstream_message(self, link: UpstreamLink, message: Message) -> None:
+    async def _on_upstream_message(
+        self, link: UpstreamLink, message: Message, carried_by: Any = None
+    ) -> None:
+        """A message from an upstream; `carried_by` is our request whose stream carried it."""
         method = message.get("method")
         if method is None:
             return  # an answer to nothing we asked: dropped
         if "id" in message:
-            await self._upstream_request(link, message)
+            await self._upstream_request(link, message, self._related_for(link, carried_by))
             return
+        # A notification belongs to a request only if that request's stream carried it.
+        related = self._owners.get((link.id, str(carried_by))) if carried_by is not None else None
         params = message.get("params") or {}
-        related: RequestId | None = None
         meta = params.get("_meta") if isinstance(params, dict) else None
         if isinstance(meta, dict) and META_SUBSCRIPTION_ID in meta:
-            related = self._listens.get((link.id, str(meta[META_SUBSCRIPTION_ID])))
+            related = self._owners.get((link.id, str(meta[META_SUBSCRIPTION_ID])))
             if related is None:
                 log.debug("upstream %s: notification for a subscription not open; dropped", link.id)
                 return
             meta = {**meta, META_SUBSCRIPTION_ID: related}
             message = {**message, "params": {**params, "_meta": meta}}
         if method == methods.PROGRESS:
-            related = self._progress_owner.get(params.get("progressToken"))
+            related = self._progress_owner.get(params.get("progressToken"), related)
         elif method == methods.CANCELLED:
             upstream_rid = params.get("requestId")
             for gw_id, (owner, rid) in list(self._server_requests.items()):
@@ -280,7 +284,9 @@ class Session:
             self._spawn(self.g.catalog.refresh(link.id))
         await self._send(message, related)
 
-    async def _upstream_request(self, link: UpstreamLink, message: Message) -> None:
+    async def _upstream_request(
+        self, link: UpstreamLink, message: Message, related: RequestId | None
+    ) -> None:
         method = message["method"]
         upstream_rid = message["id"]
         if method == methods.PING:
@@ -302,10 +308,15 @@ class Session:
         meta = params.get("_meta") if isinstance(params, dict) else None
         if isinstance(meta, dict) and "progressToken" in meta:
             self._server_progress[meta["progressToken"]] = link
-        await self._send({**message, "id": gw_id}, self._related_for(link))
+        await self._send({**message, "id": gw_id}, related)
 
-    def _related_for(self, link: UpstreamLink) -> RequestId | None:
-        """The client request a server-initiated message most likely belongs to."""
+    def _related_for(self, link: UpstreamLink, carried_by: Any) -> RequestId | None:
+        """The client request a server-initiated message belongs to: the one whose stream
+        carried it, else the only request in flight to that upstream, else none."""
+        if carried_by is not None:
+            owner = self._owners.get((link.id, str(carried_by)))
+            if owner is not None:
+                return owner
         candidates = [rid for rid, up in self._routes.items() if up == link.id]
         return candidates[0] if len(candidates) == 1 else None
 
@@ -383,18 +394,15 @@ class Session:
             token = meta["progressToken"]
             self._progress_owner[token] = client_rid
         self._routes[client_rid] = link.id
-        upstream_rid: int | None = None
-        if method == methods.SUBSCRIPTIONS_LISTEN:
-            upstream_rid = link.new_request_id()
-            self._listens[(link.id, str(upstream_rid))] = client_rid
+        key = (link.id, str(link.new_request_id()))
+        self._owners[key] = client_rid
         try:
-            return await link.request_raw(method, params, timeout, upstream_rid)
+            return await link.request_raw(method, params, timeout, int(key[1]))
         finally:
             self._routes.pop(client_rid, None)
+            self._owners.pop(key, None)
             if token is not None:
                 self._progress_owner.pop(token, None)
-            if upstream_rid is not None:
-                self._listens.pop((link.id, str(upstream_rid)), None)
 
     async def _record(self, record: DecisionRecord) -> None:
         await self.g.recorder.record(record)

@@ -48,6 +48,11 @@ class UpstreamConnection(ABC):
         connector skips it and logs (the relay answers the affected request by deadline).
         """
 
+    async def receive_related(self) -> tuple[dict[str, Any], Any]:
+        """The next message, with the id of our request whose stream carried it (Streamable
+        HTTP knows this), or None where the transport cannot tell (stdio)."""
+        return await self.receive(), None
+
     @abstractmethod
     async def close(self) -> None:
         """Stop and release everything (kill the process group; close HTTP sessions)."""

@@ -94,7 +94,10 @@ class HttpUpstreamConnection(UpstreamConnection):
             raise ValueError(f"upstream {spec.id!r}: {exc}") from None
         self._digest = canonical_sha256({"kind": "http", "url": endpoint_identity(spec.url)})
         self._client: aiohttp.ClientSession | None = None
-        self._inbox: asyncio.Queue[dict[str, Any] | UpstreamUnavailable] = asyncio.Queue()
+        # (message, id of our request whose stream carried it, or None) or the end of the line
+        self._inbox: asyncio.Queue[tuple[dict[str, Any], Any] | UpstreamUnavailable] = (
+            asyncio.Queue()
+        )
         self._headers: dict[str, str] = {}
         self._session_id: str | None = None
         self._protocol_version: str | None = None
@@ -163,10 +166,16 @@ class HttpUpstreamConnection(UpstreamConnection):
         await client.close()
 
     async def receive(self) -> dict[str, Any]:
+        return (await self.receive_related())[0]
+
+    async def receive_related(self) -> tuple[dict[str, Any], Any]:
         item = await self._inbox.get()
         if isinstance(item, UpstreamUnavailable):
             raise item
         return item
+
+    def _queue(self, message: dict[str, Any], related: Any = None) -> None:
+        self._inbox.put_nowait((message, related))
 
     # ---- sending -------------------------------------------------------------------------
 
@@ -341,7 +350,7 @@ class HttpUpstreamConnection(UpstreamConnection):
             return None, 0.0
         body = await self._read_capped(response)
         if body is None:
-            self._inbox.put_nowait({"__oversized__": True, "id": request_id})
+            self._queue({"__oversized__": True, "id": request_id})
             return None, 0.0
         if ctype == "application/json" and body:
             try:
@@ -351,9 +360,9 @@ class HttpUpstreamConnection(UpstreamConnection):
             if isinstance(parsed, dict) and ("result" in parsed or "error" in parsed):
                 if parsed.get("id") is None and "error" in parsed:
                     parsed = {**parsed, "id": request_id}  # an HTTP-level rejection of our request
-                self._deliver(parsed, method)
+                self._deliver(parsed, method, request_id)
                 return None, 0.0
-        self._inbox.put_nowait(
+        self._queue(
             jsonrpc.error(
                 request_id,
                 errors.UPSTREAM_UNAVAILABLE,
@@ -372,10 +381,11 @@ class HttpUpstreamConnection(UpstreamConnection):
         return bytes(body)
 
     def _take_event(self, event: SseEvent, request_id: Any, method: str) -> bool:
-        """Queue one SSE event's message; True if it answered `request_id`."""
+        """Queue one SSE event's message; True if it answered `request_id` (None: the GET
+        stream, whose messages belong to no request)."""
         if event.oversized:
             log.warning("upstream %s sent an SSE event over the size cap", self.upstream_id)
-            self._inbox.put_nowait({"__oversized__": True, "id": request_id})
+            self._queue({"__oversized__": True, "id": request_id})
             return True
         if event.event != "message" or not event.data:
             return False
@@ -386,17 +396,18 @@ class HttpUpstreamConnection(UpstreamConnection):
             return False
         if not isinstance(parsed, dict):
             return False
-        self._deliver(parsed, method if parsed.get("id") == request_id else None)
-        return "method" not in parsed and parsed.get("id") == request_id
+        answers = request_id is not None and parsed.get("id") == request_id
+        self._deliver(parsed, method if answers else None, request_id)
+        return "method" not in parsed and answers
 
-    def _deliver(self, message: dict[str, Any], method: str | None) -> None:
+    def _deliver(self, message: dict[str, Any], method: str | None, related: Any) -> None:
         result = message.get("result")
         if isinstance(result, dict) and "method" not in message:
             if method == methods.INITIALIZE and isinstance(result.get("protocolVersion"), str):
                 self._protocol_version = result["protocolVersion"]
             elif method == methods.TOOLS_LIST:
                 self._learn_param_headers(result)
-        self._inbox.put_nowait(message)
+        self._queue(message, related)
 
     def _learn_param_headers(self, result: Mapping[str, Any]) -> None:
         tools = result.get("tools")
@@ -415,7 +426,7 @@ class HttpUpstreamConnection(UpstreamConnection):
 
     def _deliver_failure(self, request_id: Any, reason: UpstreamFailure, detail: str) -> None:
         log.info("upstream %s: request failed: %s (%s)", self.upstream_id, reason.value, detail)
-        self._inbox.put_nowait(
+        self._queue(
             jsonrpc.error(
                 request_id,
                 errors.UPSTREAM_UNAVAILABLE,
@@ -459,7 +470,7 @@ class HttpUpstreamConnection(UpstreamConnection):
                                 if event.retry_ms is not None:
                                     retry_s = min(event.retry_ms / 1000.0, MAX_RETRY_S)
                                 if not event.oversized:
-                                    self._take_event(event, object(), "")
+                                    self._take_event(event, None, "")
                         last_id = decoder.last_event_id or last_id
             except (aiohttp.ClientError, TimeoutError, EgressBlocked):
                 failures += 1
