@@ -33,9 +33,7 @@ from mcpward.evidence.export import (
     parse_since,
     read_jsonl,
 )
-from mcpward.evidence.keyring import HmacKeyring, read_verifier_keys
-from mcpward.evidence.ledger import Ledger, verify_ledger
-from mcpward.evidence.note import VerifierKey
+from mcpward.evidence.ledger import Ledger, trusted_keys, verify_ledger
 from mcpward.evidence.schemas import SCHEMAS
 from mcpward.evidence.settings import EvidencePaths
 from mcpward.evidence.stats import Stats, compute_stats
@@ -150,12 +148,7 @@ def _verify_jsonl(
     exported = read_jsonl(path)
     if not notes and paths.latest_checkpoint.exists():
         notes = [paths.latest_checkpoint.read_text(encoding="utf-8")]
-    verifiers: list[VerifierKey] = []
-    for key_file in public_keys:
-        verifiers.extend(read_verifier_keys(key_file))
-    if not public_keys and paths.public_key.exists():
-        verifiers.extend(read_verifier_keys(paths.public_key))
-    keyring = HmacKeyring(paths.keys) if use_hmac and paths.keys.is_dir() else None
+    verifiers, keyring = trusted_keys(paths, public_keys, use_hmac)
     verifier = LedgerVerifier(verifiers=verifiers, keyring=keyring)
     return verifier.verify(
         exported.entries,

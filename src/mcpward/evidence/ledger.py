@@ -120,6 +120,20 @@ def write_public_file(path: Path, text: str) -> None:
     os.replace(tmp, path)
 
 
+def trusted_keys(
+    paths: EvidencePaths, public_keys: Sequence[Path], use_hmac: bool
+) -> tuple[list[VerifierKey], HmacKeyring | None]:
+    """The checkpoint keys a verifier trusts (the given files, else the state dir's
+    `signing.pub`) and the HMAC keyring when `use_hmac` and the keys directory exists."""
+    verifiers: list[VerifierKey] = []
+    for key_file in public_keys:
+        verifiers.extend(read_verifier_keys(key_file))
+    if not public_keys and paths.public_key.exists():
+        verifiers.extend(read_verifier_keys(paths.public_key))
+    keyring = HmacKeyring(paths.keys) if use_hmac and paths.keys.is_dir() else None
+    return verifiers, keyring
+
+
 def verify_ledger(
     paths: EvidencePaths,
     *,
@@ -134,12 +148,7 @@ def verify_ledger(
     Trusted public keys: the given files, else the state dir's `signing.pub`. HMACs are checked
     when `use_hmac` and the keys directory exists (the key holder's view).
     """
-    verifiers: list[VerifierKey] = []
-    for key_file in public_keys:
-        verifiers.extend(read_verifier_keys(key_file))
-    if not public_keys and paths.public_key.exists():
-        verifiers.extend(read_verifier_keys(paths.public_key))
-    keyring = HmacKeyring(paths.keys) if use_hmac and paths.keys.is_dir() else None
+    verifiers, keyring = trusted_keys(paths, public_keys, use_hmac)
     with read_snapshot(paths.ledger) as view:
         ledger_id = view.ledger_id()
         notes = [cp.note for cp in view.checkpoints()] + list(checkpoint_notes)
