@@ -1,6 +1,7 @@
 """The egress decision for one host: resolve once, check every address, keep the checked ones.
 
-Pure policy plus a pluggable resolver; the httpx transport in `client.py` connects to its answer.
+Pure policy plus a pluggable resolver; the httpx transport (`client.py`) and the aiohttp session
+(`session.py`) connect only to its answer.
 """
 
 from __future__ import annotations
