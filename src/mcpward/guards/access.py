@@ -157,12 +157,14 @@ class AccessGuard(Guard):
         )
 
     async def _definition(self, ctx: GuardContext, name: str) -> Mapping[str, Any] | None:
-        tools: Sequence[Mapping[str, Any]] = ctx.catalog.get(ctx.server_name, ())
-        found = next((t for t in tools if t.get("name") == name), None)
-        if found is None and self._catalog is not None:
+        if self._catalog is None:  # not attached to a gateway (unit use): the context's lists
+            tools: Sequence[Mapping[str, Any]] = ctx.catalog.get(ctx.server_name, ())
+            return next((t for t in tools if t.get("name") == name), None)
+        snap = self._catalog.snapshot(ctx.server_name)
+        found = snap.tool(name) if snap is not None else None
+        if found is None:  # unknown so far: one re-read of that upstream's list
             snap = await self._catalog.refresh(ctx.server_name)
-            if snap is not None:
-                found = next((t for t in snap.tools if t.get("name") == name), None)
+            found = snap.tool(name) if snap is not None else None
         return found
 
     # ---- hooks ---------------------------------------------------------------------------
