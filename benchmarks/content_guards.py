@@ -16,10 +16,10 @@ import time
 from pathlib import Path
 from typing import Any
 
+from mcpward.guards.kinds import resolve_guard_kind
 from mcpward.pipeline.context import GuardContext
 from mcpward.pipeline.executor import Pipeline
 from mcpward.pipeline.phases import Phase
-from mcpward.pipeline.registry import resolve_guard_kind
 from mcpward.pipeline.spec import GuardSpec
 
 ROOT = Path(__file__).resolve().parent.parent

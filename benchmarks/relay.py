@@ -1,7 +1,10 @@
 """Relay benchmark: the same calls direct to an upstream and through mcpward, in one run.
 
 Prints added p50/p95/p99 latency per tools/call, throughput ratios, and tools/list of 1,000 tools.
-Usage: python benchmarks/relay.py [--calls 2000] [--concurrency 16]
+Usage: python benchmarks/relay.py [--calls 2000] [--concurrency 16] [--baseline-src DIR]
+
+`--baseline-src DIR` adds the default configuration run from another checkout's `src` (e.g. the
+previous commit, `git worktree add /tmp/base HEAD~1`), interleaved in the same run.
 """
 
 from __future__ import annotations
@@ -116,6 +119,7 @@ LABELS = {
     "relay": "mcpward: relay + tool_filter, no evidence",
     "batched": "mcpward: default guards + batched receipts",
     "defaults": "mcpward: default guards + sync receipts",
+    "baseline": "baseline src: default guards + sync",
 }
 
 
@@ -124,22 +128,32 @@ async def main() -> None:
     parser.add_argument("--calls", type=int, default=2000)
     parser.add_argument("--concurrency", type=int, default=16)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--baseline-src", type=Path, default=None)
     args = parser.parse_args()
     env = {**os.environ, "BENCH_TOOLS": "10"}
-    lat: dict[str, list[float]] = {p: [] for p in PATHS}
-    tput: dict[str, list[float]] = {p: [] for p in PATHS}
+    paths = PATHS + (("baseline",) if args.baseline_src else ())
+    envs = {p: env for p in paths}
+    lat: dict[str, list[float]] = {p: [] for p in paths}
+    tput: dict[str, list[float]] = {p: [] for p in paths}
     with tempfile.TemporaryDirectory() as tmp:
         env["MCPWARD_STATE_DIR"] = str(Path(tmp) / "state")
+        if args.baseline_src:  # its own state dir: the two trees never share a pin store
+            envs["baseline"] = {
+                **env,
+                "PYTHONPATH": str(args.baseline_src.resolve()),
+                "MCPWARD_STATE_DIR": str(Path(tmp) / "baseline-state"),
+            }
         argvs = {
             "direct": UPSTREAM,
             "relay": gateway_argv(write_config(Path(tmp), "relay", TOOL_FILTER)),
             "batched": gateway_argv(write_config(Path(tmp), "batched", BATCHED)),
             "defaults": gateway_argv(write_config(Path(tmp), "defaults", DEFAULTS)),
+            "baseline": gateway_argv(write_config(Path(tmp), "baseline", DEFAULTS)),
         }
         per_round = args.calls // args.rounds
         for _ in range(args.rounds):  # interleave to spread machine noise over every path
-            for path in PATHS:
-                client = await spawn(argvs[path], env)
+            for path in paths:
+                client = await spawn(argvs[path], envs[path])
                 await sequential(client, 200)  # warm-up
                 lat[path].extend(await sequential(client, per_round))
                 tput[path].append(await throughput(client, per_round, args.concurrency))
@@ -151,7 +165,7 @@ async def main() -> None:
     direct = lat["direct"]
     print(f"tools/call, {len(direct)} sequential calls per path, microseconds:")
     print(f"{'':44}{'p50':>8}{'p95':>8}{'p99':>8}{'added p50':>11}{'added p99':>11}")
-    for path in PATHS:
+    for path in paths:
         values = lat[path]
         p50, p95, p99 = (pct(values, q) for q in (0.5, 0.95, 0.99))
         row = f"{LABELS[path]:44}{p50:8.0f}{p95:8.0f}{p99:8.0f}"
@@ -160,7 +174,7 @@ async def main() -> None:
         print(row)
     base = statistics.median(tput["direct"])
     print(f"throughput with {args.concurrency} calls in flight (calls/s, ratio to direct):")
-    for path in PATHS:
+    for path in paths:
         value = statistics.median(tput[path])
         print(f"  {LABELS[path]:44}{value:8.0f}  {value / base:5.2f}")
     print(

@@ -230,11 +230,18 @@ def test_held_template_covers_its_expansions(tmp_path: Path) -> None:
     assert gate.check_resource("up", "https://example.com/x") is None
 
 
-def test_destructive_means_not_read_only_by_the_pin(tmp_path: Path) -> None:
+def test_a_connection_is_judged_by_what_it_serves_not_by_the_last_view(tmp_path: Path) -> None:
+    """Two connections of one upstream serving different contracts: each call is decided by
+    its own connection's contract, whatever view the gate saw last."""
     gate = make_gate(tmp_path)
     gate.observe("up", view(REPORT, ECHO), ALL, 1.0)
-    assert not gate.is_destructive("up", "make_report")
-    assert gate.is_destructive("up", "echo")  # no hints: the spec's defaults say it may write
+    drifted = gate.view(view(with_required_owner(), ECHO), ALL)
+    pinned = gate.view(view(REPORT, ECHO), ALL)
+    assert isinstance(gate.check_connection("up", drifted, T, "make_report"), HoldRecord)
+    assert gate.check_connection("up", pinned, T, "make_report") is None  # releases nothing
+    assert isinstance(gate.check_connection("up", drifted, T, "make_report"), HoldRecord)
+    assert gate.check_connection("up", drifted, T, "echo") is None
+    assert gate.check_connection("up", drifted, T, "nope") is UNLISTED
     assert Verdict.HOLD.holds and not Verdict.PROCEED.holds
 
 

@@ -121,9 +121,9 @@ async def test_withheld_notification_is_caught_by_pre_call_revalidation(tmp_path
     stop = await call(pipeline, "write")
     assert catalog.refreshes == before + 1
     assert isinstance(stop, Hold) and stop.details["change_kinds"] == ["required-set-expanded"]
-    # a read-only tool is not re-validated (its pin says it cannot write)
+    # a tool whose pin claims read-only is re-validated too (annotations can lie)
     assert await call(pipeline, "read") is None
-    assert catalog.refreshes == before + 1
+    assert catalog.refreshes == before + 2
     await guard.close()
 
 

@@ -6,11 +6,11 @@ import asyncio
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from mcpward.guards.kinds import resolve_guard_kind
 from mcpward.pipeline.context import GuardContext
 from mcpward.pipeline.decisions import Decision, Modify, ReplacePayload, ReplaceTools
 from mcpward.pipeline.guard import Guard
 from mcpward.pipeline.phases import Phase
-from mcpward.pipeline.registry import resolve_guard_kind
 from mcpward.pipeline.spec import GuardSpec
 from mcpward.pipeline.subject import Subject
 

@@ -193,7 +193,7 @@ async def test_a_cpu_bound_overrun_is_a_timeout_too(kind: type[Scripted]) -> Non
 def test_built_in_pure_guards_are_the_ones_that_never_await() -> None:
     import inspect
 
-    from mcpward.pipeline.registry import resolve_guard_kind
+    from mcpward.guards.kinds import resolve_guard_kind
 
     for kind in (
         "tool_filter",

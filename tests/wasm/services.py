@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from mcpward.pipeline.services import GatewayServices
+from mcpward.transport.egress.client import egress_http_client
 
 
 class NoCatalog:
@@ -25,4 +26,4 @@ class NoCatalog:
 
 
 def services(state_dir: Path) -> GatewayServices:
-    return GatewayServices(state_dir=state_dir, catalog=NoCatalog())
+    return GatewayServices(state_dir=state_dir, catalog=NoCatalog(), http_client=egress_http_client)

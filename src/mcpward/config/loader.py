@@ -10,8 +10,8 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from mcpward.config.models import GatewayConfig
+from mcpward.guards.kinds import resolve_guard_kind
 from mcpward.pipeline.guard import Guard
-from mcpward.pipeline.registry import resolve_guard_kind
 from mcpward.pipeline.spec import GuardSpec
 
 

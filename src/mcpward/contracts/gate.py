@@ -10,13 +10,12 @@ import logging
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any
 
 from mcpward.contracts.classify import classify_item
 from mcpward.contracts.extract import DEEP_PREFIX, ContractMap, HashCache
 from mcpward.contracts.holds import Commands, hold_banner
 from mcpward.contracts.markers import MarkerScan
-from mcpward.contracts.model import WHOLE_UPSTREAM, HoldRecord, ItemKind, Pin, Verdict
+from mcpward.contracts.model import INSTRUCTIONS, WHOLE_UPSTREAM, HoldRecord, ItemKind, Pin, Verdict
 from mcpward.contracts.postures import Posture, PostureTable
 from mcpward.contracts.store import Key, PinStore
 from mcpward.contracts.taxonomy import Change, ChangeKind
@@ -37,6 +36,18 @@ UNOBSERVED = _Sentinel("UNOBSERVED")  # the upstream's contracts were never read
 UNLISTED = _Sentinel("UNLISTED")  # the item is neither pinned nor in the live view
 
 CheckResult = HoldRecord | _Sentinel | None
+_INSTRUCTIONS_KEY: Key = (ItemKind.SERVER, INSTRUCTIONS)
+
+
+@dataclass(frozen=True, slots=True)
+class ConnectionView:
+    """What one upstream connection serves, as contracts and their hashes (built once per read
+    of that connection, shared by every call judged against it)."""
+
+    contracts: ContractMap
+    hashes: dict[Key, str]
+    complete: frozenset[ItemKind]  # kinds listed in full on that read
+    kinds: frozenset[ItemKind]  # every kind the read shows (complete, or with items)
 
 
 @dataclass(slots=True)
@@ -152,11 +163,17 @@ class Gate:
         return self._evaluate(st, keys, view_kinds=view_kinds)
 
     def _evaluate(
-        self, st: _State, keys: Iterable[Key], *, view_kinds: Iterable[ItemKind] = ()
+        self,
+        st: _State,
+        keys: Iterable[Key],
+        *,
+        view_kinds: Iterable[ItemKind] = (),
+        connection: ConnectionView | None = None,
     ) -> Observation:
         """Judge the live view against the pins. Kinds seen for the first time in this view
         (`view_kinds`, a current view) are pinned as they are: trust on first use, per kind, so
-        an item is "new" only if its kind was listed before without it."""
+        an item is "new" only if its kind was listed before without it. With `connection`, the
+        keys are judged as that connection serves them instead of the upstream's last view."""
         obs = Observation()
         if st.tampered is not None:
             self._hold_tampered(st, obs)
@@ -175,8 +192,12 @@ class Gate:
         if stale in st.holds:
             del_holds.append(stale)  # the store verifies again (a human reset it)
         for key in dict.fromkeys(keys):
-            contract = st.live_contracts.get(key)
-            live_hash = st.live.get(key) if contract is not None else None
+            if connection is not None:
+                contract = connection.contracts.get(key)
+                live_hash = connection.hashes.get(key)
+            else:
+                contract = st.live_contracts.get(key)
+                live_hash = st.live.get(key) if contract is not None else None
             pin = st.pins.get(key)
             hold = st.holds.get(key)
             if pin is not None and live_hash == pin.hash:
@@ -341,8 +362,63 @@ class Gate:
 
     # -- calls -------------------------------------------------------------------------------
 
+    def view(self, contracts: ContractMap, complete: Iterable[ItemKind]) -> ConnectionView:
+        """The hashed view of one connection's read (hashes come from the shared cache)."""
+        hashes = {key: self.hashes.hash(contract) for key, contract in contracts.items()}
+        complete = frozenset(complete)
+        return ConnectionView(contracts, hashes, complete, complete | {k[0] for k in contracts})
+
+    def check_connection(
+        self, upstream: str, view: ConnectionView, kind: ItemKind, name: str
+    ) -> CheckResult:
+        """The per-call decision against what the call's own connection serves: None = proceed,
+        a HoldRecord = held, UNLISTED = neither pinned nor served by that connection.
+
+        Fast path (unchanged contract): dict lookups and two hash comparisons. A contract that
+        differs from its pin is judged here and then (hold, or benign re-pin), so a call never
+        depends on another connection's read or on the upstream-wide last view."""
+        st = self.state(upstream)
+        if st.tampered is not None or not view.kinds <= st.baselined:
+            # a tampered store, or the first full sight of a kind: judge the whole view first
+            self.observe(upstream, view.contracts, view.complete)
+        if st.blocking is not None and st.blocking.name == WHOLE_UPSTREAM:
+            return st.blocking
+        # The server's instructions are a description for every item; absent instructions are
+        # never read as removed instructions.
+        if _INSTRUCTIONS_KEY in view.hashes:
+            held = self._check_key(st, view, _INSTRUCTIONS_KEY)
+            if isinstance(held, HoldRecord):
+                return held
+        return self._check_key(st, view, (kind, name))
+
+    def _check_key(self, st: _State, view: ConnectionView, key: Key) -> CheckResult:
+        live_hash = view.hashes.get(key)
+        pin = st.pins.get(key)
+        if pin is not None and pin.hash == live_hash:
+            return None
+        if pin is None and live_hash is None:
+            return UNLISTED
+        if key[0] not in st.baselined:
+            return None  # that kind was never listed: nothing to hold it to yet
+        hold = st.holds.get(key)
+        posture = self.table_for(st.upstream).posture.value
+        if hold is None or hold.new_hash != live_hash or hold.posture != posture:
+            self.reload_if_changed()  # an accept made elsewhere applies before judging
+            self._evaluate(st, [key], connection=view)
+            pin = st.pins.get(key)
+            if pin is not None and pin.hash == live_hash:
+                return None  # benign under the posture: re-pinned
+            if pin is None and live_hash is None:
+                return UNLISTED
+            hold = st.holds.get(key)
+        if hold is not None and hold.new_hash == live_hash:
+            return hold if hold.enforced else None
+        return None
+
     def check(self, upstream: str, kind: ItemKind, name: str) -> CheckResult:
-        """None = proceed; a HoldRecord = held; UNOBSERVED/UNLISTED = the caller must look."""
+        """The gate's view of an item across the upstream's last observed view (not a per-call
+        decision: calls use `check_connection`). None = no hold; a HoldRecord = held;
+        UNOBSERVED/UNLISTED = never observed / neither pinned nor listed."""
         st = self._states.get(upstream)
         if st is None or (st.observed_at is None and not st.live):
             return UNOBSERVED
@@ -360,12 +436,15 @@ class Gate:
         return None  # pinned, and no view since has shown it changed
 
     def check_resource(self, upstream: str, uri: str) -> CheckResult:
-        """Resources are often dynamic: a URI that is not listed passes unless a held
-        template expands to it."""
+        """`check` for a resource URI: an unlisted URI is covered by a held template."""
         result = self.check(upstream, ItemKind.RESOURCE, uri)
-        if result is not UNLISTED:
-            return result
-        st = self._states[upstream]
+        return self.held_template(upstream, uri) if result is UNLISTED else result
+
+    def held_template(self, upstream: str, uri: str) -> HoldRecord | None:
+        """An enforced hold on a resource template that expands to this URI, if any."""
+        st = self._states.get(upstream)
+        if st is None:
+            return None
         for (kind, template), hold in st.holds.items():
             if (
                 kind is ItemKind.RESOURCE_TEMPLATE
@@ -385,19 +464,6 @@ class Gate:
             for k, h in st.holds.items()
             if k[0] is kind and h.enforced and h.reason != "removed"
         }
-
-    def is_destructive(self, upstream: str, name: str) -> bool:
-        """Does the pin say the tool may write (not read-only) or destroy? Absent hints default
-        to not read-only, so a tool without annotations counts."""
-        st = self._states.get(upstream)
-        pin = st.pins.get((ItemKind.TOOL, name)) if st is not None else None
-        contract: Any = pin.contract if pin is not None else None
-        if not isinstance(contract, dict):
-            return True
-        ann = contract.get("annotations")
-        if not isinstance(ann, dict):
-            return True
-        return ann.get("readOnlyHint") is not True
 
     def holds(self, upstream: str) -> list[HoldRecord]:
         st = self._states.get(upstream)

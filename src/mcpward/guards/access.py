@@ -14,7 +14,6 @@ from mcpward.identity.consent import ConsentCeiling, ceiling_of
 from mcpward.pipeline.context import GuardContext, Identity
 from mcpward.pipeline.decisions import Allow, Decision, Deny, Modify, ReplaceTools
 from mcpward.pipeline.guard import Guard
-from mcpward.pipeline.registry import guard_kind
 from mcpward.pipeline.services import CatalogView, GatewayServices
 from mcpward.pipeline.subject import Subject
 
@@ -68,7 +67,6 @@ def required_ceiling(hints: Mapping[str, Any]) -> ConsentCeiling:
     return ConsentCeiling.FULL
 
 
-@guard_kind
 class AccessGuard(Guard):
     """Who may see and call what: role globs first, then the annotation ceiling."""
 

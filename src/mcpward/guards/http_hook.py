@@ -31,7 +31,6 @@ from mcpward.pipeline.context import GuardContext, Identity
 from mcpward.pipeline.decisions import Allow, Decision, Modify
 from mcpward.pipeline.guard import Guard
 from mcpward.pipeline.phases import Phase
-from mcpward.pipeline.registry import guard_kind
 from mcpward.pipeline.services import GatewayServices
 from mcpward.pipeline.spec import GuardSpec
 from mcpward.pipeline.subject import Subject
@@ -204,7 +203,6 @@ def _identity(identity: Identity | None) -> dict[str, Any] | None:
     }
 
 
-@guard_kind
 class HttpHookGuard(Guard):
     """One hook URL; the HTTP client is built once at attach, through the egress filter."""
 

@@ -21,7 +21,6 @@ from mcpward.guards.detection.scanner import ContentScanner, CustomPattern, Find
 from mcpward.pipeline.context import GuardContext
 from mcpward.pipeline.decisions import AddWarning, Allow, Decision, Deny, Modify, ReplacePayload
 from mcpward.pipeline.guard import Guard
-from mcpward.pipeline.registry import guard_kind
 from mcpward.pipeline.spec import GuardSpec
 from mcpward.pipeline.subject import Subject
 
@@ -62,7 +61,6 @@ def sentence_span(text: str, start: int, end: int) -> tuple[int, int]:
     return lo, hi
 
 
-@guard_kind
 class ResponseInjectionGuard(Guard):
     kind = "response_injection"
     awaits_io = False

@@ -10,12 +10,12 @@ import asyncio
 import contextlib
 import logging
 import time
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from mcpward.contracts.extract import contracts_of, item_name, snapshot_contracts
-from mcpward.contracts.gate import UNLISTED, UNOBSERVED, CheckResult, Gate
+from mcpward.contracts.extract import ContractMap, contracts_of, item_name, snapshot_contracts
+from mcpward.contracts.gate import UNLISTED, CheckResult, ConnectionView, Gate
 from mcpward.contracts.holds import Commands, hold_code, hold_details, hold_message
 from mcpward.contracts.markers import MarkerScan
 from mcpward.contracts.model import HoldRecord, ItemKind, Verdict
@@ -27,9 +27,14 @@ from mcpward.guards.tool_poisoning import DEFINITION_RULES
 from mcpward.pipeline.context import GuardContext
 from mcpward.pipeline.decisions import Allow, Decision, Deny, Hold, Modify, ReplaceTools
 from mcpward.pipeline.guard import Guard
-from mcpward.pipeline.registry import guard_kind
-from mcpward.pipeline.services import CatalogView, GatewayServices, UpstreamSnapshot
+from mcpward.pipeline.services import (
+    CatalogView,
+    GatewayServices,
+    LiveContracts,
+    UpstreamSnapshot,
+)
 from mcpward.pipeline.subject import Subject
+from mcpward.protocol.uri_template import template_regex
 from mcpward.store.pins_sqlite import SqlitePinStore
 
 log = logging.getLogger("mcpward.guards.rug_pull")
@@ -37,6 +42,7 @@ log = logging.getLogger("mcpward.guards.rug_pull")
 VerdictName = Literal["proceed", "hold", "inconclusive"]
 NewItems = Literal["tofu", "review"]
 _ALLOW = Allow()
+_VIEW_KEY = "rug_pull.view"  # UpstreamSnapshot.derived entry: the hashed ConnectionView
 MARKER_WEIGHT = 1.0  # weaker findings are context for tool_poisoning's score, not markers
 
 
@@ -74,8 +80,8 @@ class RugPullOptions(BaseModel):
     )
     revalidate: bool = Field(
         default=True,
-        description="Before calling a tool whose pin is not read-only, re-read the upstream's "
-        "list if the last read is older than revalidate_ttl_s.",
+        description="Before a call, re-read the lists of the call's upstream connection if its "
+        "last read is older than revalidate_ttl_s (whatever the item's annotations claim).",
     )
     revalidate_ttl_s: float = Field(default=2.0, ge=0, le=3600)
     relist_interval_s: float | None = Field(
@@ -122,12 +128,56 @@ def _kind_of_resource(item: Any) -> ItemKind:
     )
 
 
-@guard_kind
+def _snapshot_view(snap: UpstreamSnapshot) -> tuple[ContractMap, list[ItemKind]]:
+    """A snapshot's contracts and the kinds it lists in full. Its lists are complete, except
+    that one the relay started from a single list seen on the client path holds empty defaults
+    for the others: an empty list counts only in a snapshot that shows it came from a full read
+    (it carries the server's info or instructions). Absent instructions are never read as
+    removed instructions."""
+    full = snap.server_info is not None or snap.instructions is not None
+    lists = {
+        ItemKind.TOOL: snap.tools,
+        ItemKind.PROMPT: snap.prompts,
+        ItemKind.RESOURCE: snap.resources,
+        ItemKind.RESOURCE_TEMPLATE: snap.resource_templates,
+    }
+    complete = [kind for kind, items in lists.items() if items or full]
+    contracts = snapshot_contracts(
+        tools=snap.tools,
+        prompts=snap.prompts,
+        resources=snap.resources,
+        resource_templates=snap.resource_templates,
+        instructions=snap.instructions,
+        include_instructions=snap.instructions is not None,
+    )
+    return contracts, complete
+
+
+class CatalogContracts:
+    """`LiveContracts` over the gateway catalog, for a guard used without a relay session."""
+
+    def __init__(self, catalog: CatalogView, upstream: str) -> None:
+        self._catalog = catalog
+        self._upstream = upstream
+
+    @property
+    def snapshot(self) -> UpstreamSnapshot | None:
+        return self._catalog.snapshot(self._upstream)
+
+    async def reread(self) -> UpstreamSnapshot | None:
+        asked_at = time.monotonic()
+        snap = await self._catalog.refresh(self._upstream)
+        if snap is not None and snap.fetched_at < asked_at:
+            snap = await self._catalog.refresh(self._upstream)  # joined an older read
+        return snap if snap is not None and snap.fetched_at >= asked_at else None
+
+
 class RugPullGuard(Guard):
     """The contract drift gate as a guard kind."""
 
     kind = "rug_pull"
     Options = RugPullOptions
+    reads_contracts = True
 
     def __init__(self, spec: Any, options: RugPullOptions) -> None:
         super().__init__(spec, options)
@@ -189,26 +239,7 @@ class RugPullGuard(Guard):
         self._observe_snapshot(snap)
 
     def _observe_snapshot(self, snap: UpstreamSnapshot) -> None:
-        """A snapshot's lists are complete, except that one the relay started from a single
-        list seen on the client path holds empty defaults for the others: an empty list counts
-        only in a snapshot that shows it came from a full read (it carries the server's info or
-        instructions). Absent instructions are never read as removed instructions."""
-        full = snap.server_info is not None or snap.instructions is not None
-        lists = {
-            ItemKind.TOOL: snap.tools,
-            ItemKind.PROMPT: snap.prompts,
-            ItemKind.RESOURCE: snap.resources,
-            ItemKind.RESOURCE_TEMPLATE: snap.resource_templates,
-        }
-        complete = [kind for kind, items in lists.items() if items or full]
-        contracts = snapshot_contracts(
-            tools=snap.tools,
-            prompts=snap.prompts,
-            resources=snap.resources,
-            resource_templates=snap.resource_templates,
-            instructions=snap.instructions,
-            include_instructions=snap.instructions is not None,
-        )
+        contracts, complete = _snapshot_view(snap)
         self._require().observe(snap.upstream, contracts, complete, snap.fetched_at)
 
     def _sync(self, upstream: str) -> UpstreamSnapshot | None:
@@ -231,10 +262,11 @@ class RugPullGuard(Guard):
         gate = self._require()
         upstream = ctx.server_name
         self._sync(upstream)
-        if not gate.baselined(upstream, withheld_kinds[0]) and self._catalog is not None:
-            # first sight: take the baseline from a full read now, so the client's first list
-            # is judged against it (any drift between the two reads is then visible)
-            snap = await self._catalog.refresh(upstream)
+        if not gate.baselined(upstream, withheld_kinds[0]):
+            # first sight: take the baseline from a full read of this connection, so the
+            # client's first list is judged against it (drift between the two reads shows)
+            live = ctx.contracts if ctx.contracts is not None else self._catalog_contracts(upstream)
+            snap = live.snapshot or await live.reread()
             if snap is not None:
                 self._observe_snapshot(snap)
         items = subject.payload if isinstance(subject.payload, list) else []
@@ -269,90 +301,53 @@ class RugPullGuard(Guard):
     # -- calls -------------------------------------------------------------------------------
 
     async def on_tool_invoke(self, subject: Subject, ctx: GuardContext) -> Decision:
-        gate = self._gate
-        if gate is None:
-            raise RuntimeError("rug_pull guard used before the gateway attached it")
-        upstream, name = ctx.server_name, subject.name or ""
-        snap = self._sync(upstream)
-        result = gate.check(upstream, ItemKind.TOOL, name)
-        if result is None:
-            if not self.opts.revalidate or not gate.is_destructive(upstream, name):
-                return _ALLOW
-            if snap is not None and time.monotonic() - snap.fetched_at < self.opts.revalidate_ttl_s:
-                return _ALLOW
-            return await self._after_refresh(upstream, ItemKind.TOOL, name, revalidating=True)
-        return await self._resolve(result, upstream, ItemKind.TOOL, name)
+        return await self._check_call(ItemKind.TOOL, subject.name or "", ctx)
 
     async def on_prompt_request(self, subject: Subject, ctx: GuardContext) -> Decision:
-        upstream, name = ctx.server_name, subject.name or ""
-        self._sync(upstream)
-        result = self._require().check(upstream, ItemKind.PROMPT, name)
-        if result is None:
-            return _ALLOW
-        return await self._resolve(result, upstream, ItemKind.PROMPT, name)
+        return await self._check_call(ItemKind.PROMPT, subject.name or "", ctx)
 
     async def on_resource_request(self, subject: Subject, ctx: GuardContext) -> Decision:
-        upstream, uri = ctx.server_name, subject.name or ""
-        self._sync(upstream)
-        result = self._require().check_resource(upstream, uri)
-        if result is None:
-            return _ALLOW
-        if result is UNLISTED:
-            return _ALLOW
-        return await self._resolve(result, upstream, ItemKind.RESOURCE, uri)
+        return await self._check_call(ItemKind.RESOURCE, subject.name or "", ctx)
 
-    async def _resolve(
-        self, result: CheckResult, upstream: str, kind: ItemKind, name: str
-    ) -> Decision:
-        """Off the fast path: a hold (maybe accepted meanwhile) or an item the gate never saw."""
-        gate = self._require()
-        if isinstance(result, HoldRecord):
-            if gate.reload_if_changed():
-                result = gate.check(upstream, kind, name)
-                if result is None:
-                    return _ALLOW
-            if isinstance(result, HoldRecord):
-                return self._hold(result)
-        return await self._after_refresh(upstream, kind, name, revalidating=False)
+    async def _check_call(self, kind: ItemKind, name: str, ctx: GuardContext) -> Decision:
+        """Judge a call against the contract its own upstream connection serves now.
 
-    async def _after_refresh(
-        self, upstream: str, kind: ItemKind, name: str, *, revalidating: bool
-    ) -> Decision:
-        """Re-read the upstream's lists now and decide on what they say."""
+        The relay has read that connection's lists (after its last (re)connect and
+        list_changed) before this runs; a read older than `revalidate_ttl_s` is read again first,
+        whatever the item's annotations claim. Unchanged contract: a few dict lookups."""
         gate = self._require()
-        catalog = self._catalog
-        asked_at = time.monotonic()
-        snap = await catalog.refresh(upstream) if catalog is not None else None
-        if catalog is not None and snap is not None and snap.fetched_at < asked_at:
-            # the catalog joined a read that began before this call: it may predate the change
-            snap = await catalog.refresh(upstream)
-        fresh = snap is not None and snap.fetched_at >= asked_at
-        if snap is not None:
-            self._observe_snapshot(snap)
-        result = gate.check(upstream, kind, name)
-        log.debug(
-            "re-read upstream %s before %s %s: fresh=%s revalidating=%s result=%s",
-            upstream, kind.value, sanitize_text(name, 64), fresh, revalidating, repr(result)[:40],
-        )  # fmt: skip
-        if isinstance(result, HoldRecord):
-            return self._hold(result)
+        upstream = ctx.server_name
+        live = ctx.contracts if ctx.contracts is not None else self._catalog_contracts(upstream)
+        snap = live.snapshot
+        if snap is None or (
+            self.opts.revalidate and time.monotonic() - snap.fetched_at > self.opts.revalidate_ttl_s
+        ):
+            snap = await live.reread()
         posture = self.table_for(upstream).posture
-        if posture is Posture.MONITOR:
-            return _ALLOW
-        if result is None and (fresh or not revalidating):
-            return _ALLOW
-        if result is None or result is UNOBSERVED:
+        if snap is None:
+            if posture is Posture.MONITOR:
+                return _ALLOW
             return Deny(
                 code="contract_unverifiable",
-                message="mcpward could not re-read the contracts of upstream "
-                f"'{sanitize_text(upstream, 64)}' to check this call; failing closed",
-                details={
-                    "upstream": upstream,
-                    "item_kind": kind.value,
-                    "revalidating": revalidating,
-                },
+                message="mcpward could not read the contracts of upstream "
+                f"'{sanitize_text(upstream, 64)}' on this connection to check this call; "
+                "failing closed",
+                details={"upstream": upstream, "item_kind": kind.value},
             )
-        # UNLISTED: neither pinned nor listed now; there is no contract to hold it to
+        view = self._view(snap)
+        result = gate.check_connection(upstream, view, kind, name)
+        if kind is ItemKind.RESOURCE and result is UNLISTED:
+            result = self._check_templates(upstream, view, name)
+        if isinstance(result, HoldRecord) and gate.reload_if_changed():
+            result = gate.check_connection(upstream, view, kind, name)  # accepted meanwhile?
+        if result is None:
+            live_hash = view.hashes.get((kind, name))
+            return Allow(evidence={"contract_hash": live_hash}) if live_hash else _ALLOW
+        if isinstance(result, HoldRecord):
+            return self._hold(result)
+        if posture is Posture.MONITOR:
+            return _ALLOW
+        # UNLISTED: neither pinned nor served by this connection; no contract to hold it to
         item = sanitize_text(name, 128)
         return Hold(
             code="unlisted_item",
@@ -368,6 +363,31 @@ class RugPullGuard(Guard):
                 "review": gate.commands.show(upstream),
             },
         )
+
+    def _check_templates(self, upstream: str, view: ConnectionView, uri: str) -> CheckResult:
+        """Resources are often dynamic: a URI that is not listed passes unless a template that
+        expands to it (served by this connection, or held) has drifted."""
+        gate = self._require()
+        for key in view.contracts:
+            if key[0] is ItemKind.RESOURCE_TEMPLATE and template_regex(key[1]).match(uri):
+                result = gate.check_connection(upstream, view, ItemKind.RESOURCE_TEMPLATE, key[1])
+                if isinstance(result, HoldRecord):
+                    return result
+        return gate.held_template(upstream, uri)
+
+    def _view(self, snap: UpstreamSnapshot) -> ConnectionView:
+        """The snapshot's contracts and hashes, computed once per snapshot."""
+        view = snap.derived.get(_VIEW_KEY)
+        if view is None:
+            contracts, complete = _snapshot_view(snap)
+            view = snap.derived[_VIEW_KEY] = self._require().view(contracts, complete)
+        return cast(ConnectionView, view)
+
+    def _catalog_contracts(self, upstream: str) -> LiveContracts:
+        """Outside a relay (unit use), the gateway catalog stands in for the connection."""
+        if self._catalog is None:
+            raise RuntimeError("rug_pull guard used before the gateway attached it")
+        return CatalogContracts(self._catalog, upstream)
 
     def _hold(self, hold: HoldRecord) -> Hold:
         gate = self._require()

@@ -15,7 +15,6 @@ from mcpward.guards.detection.secret_scanner import SecretScanner
 from mcpward.pipeline.context import GuardContext
 from mcpward.pipeline.decisions import AddWarning, Allow, Decision, Deny, Modify, ReplacePayload
 from mcpward.pipeline.guard import Guard
-from mcpward.pipeline.registry import guard_kind
 from mcpward.pipeline.spec import GuardSpec
 from mcpward.pipeline.subject import Subject
 
@@ -55,7 +54,6 @@ class SecretsOptions(BaseModel):
     )
 
 
-@guard_kind
 class SecretsGuard(Guard):
     kind = "secrets"
     awaits_io = False

@@ -14,7 +14,6 @@ from mcpward.guards.detection.unicode import skeleton
 from mcpward.pipeline.context import GuardContext
 from mcpward.pipeline.decisions import Allow, Decision, Deny
 from mcpward.pipeline.guard import Guard
-from mcpward.pipeline.registry import guard_kind
 from mcpward.pipeline.services import GatewayServices
 from mcpward.pipeline.spec import GuardSpec
 from mcpward.pipeline.subject import Subject
@@ -61,7 +60,6 @@ def typosquat_of(candidate: str, allowed: list[str]) -> str | None:
     return None
 
 
-@guard_kind
 class ServerAllowlistGuard(Guard):
     """Decides per upstream once at attach; the request hook only looks the verdict up."""
 

@@ -10,7 +10,6 @@ from pydantic import BaseModel, ConfigDict, Field
 from mcpward.pipeline.context import GuardContext
 from mcpward.pipeline.decisions import Allow, Decision, Deny, Modify, ReplaceTools
 from mcpward.pipeline.guard import Guard
-from mcpward.pipeline.registry import guard_kind
 from mcpward.pipeline.subject import Subject
 
 
@@ -32,7 +31,6 @@ class ToolFilterOptions(BaseModel):
     rules: list[ToolFilterRule] = Field(min_length=1)
 
 
-@guard_kind
 class ToolFilterGuard(Guard):
     """A tool passes iff every rule for its upstream allows it (allow-list, then deny-list)."""
 

@@ -26,7 +26,6 @@ from mcpward.guards.detection.scanner import (
 from mcpward.pipeline.context import GuardContext
 from mcpward.pipeline.decisions import AddWarning, Allow, Decision, Modify, ReplaceTools
 from mcpward.pipeline.guard import Guard
-from mcpward.pipeline.registry import guard_kind
 from mcpward.pipeline.spec import GuardSpec
 from mcpward.pipeline.subject import Subject
 
@@ -81,7 +80,6 @@ def item_name(item: Any) -> str:
     return "<unnamed>"
 
 
-@guard_kind
 class ToolPoisoningGuard(Guard):
     """Pure policy: the same definition always gets the same verdict."""
 

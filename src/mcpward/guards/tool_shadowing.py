@@ -16,7 +16,6 @@ from mcpward.guards.detection.names import collision_key
 from mcpward.pipeline.context import GuardContext
 from mcpward.pipeline.decisions import AddWarning, Allow, Decision, Modify, ReplaceTools
 from mcpward.pipeline.guard import Guard
-from mcpward.pipeline.registry import guard_kind
 from mcpward.pipeline.services import CatalogView, GatewayServices
 from mcpward.pipeline.spec import GuardSpec
 from mcpward.pipeline.subject import Subject
@@ -138,7 +137,6 @@ def _reference(
     return None
 
 
-@guard_kind
 class ToolShadowingGuard(Guard):
     """Compares this upstream's list with the catalog of every other upstream."""
 

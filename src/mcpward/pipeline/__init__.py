@@ -17,7 +17,6 @@ from mcpward.pipeline.decisions import (
 )
 from mcpward.pipeline.guard import Guard
 from mcpward.pipeline.phases import Phase
-from mcpward.pipeline.registry import guard_kind, guard_kinds, resolve_guard_kind
 from mcpward.pipeline.spec import FailureMode, GuardSpec, Mode
 from mcpward.pipeline.subject import Subject
 
@@ -39,7 +38,4 @@ __all__ = [
     "ReplacePayload",
     "ReplaceTools",
     "Subject",
-    "guard_kind",
-    "guard_kinds",
-    "resolve_guard_kind",
 ]

@@ -6,6 +6,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from mcpward.pipeline.services import LiveContracts
 from mcpward.protocol.eras import Era
 
 
@@ -23,7 +24,9 @@ class Identity:
 
 @dataclass(slots=True)
 class GuardContext:
-    """Per-message context. `catalog` maps upstream id -> its last listed tool definitions."""
+    """Per-message context. `catalog` maps upstream id -> its last listed tool definitions
+    (gateway-wide); `contracts` is what the connection this request goes to serves (judged
+    requests only)."""
 
     server_name: str
     method: str
@@ -33,3 +36,4 @@ class GuardContext:
     metadata: dict[str, Any] = field(default_factory=dict)
     catalog: Mapping[str, Sequence[Mapping[str, Any]]] = field(default_factory=dict)
     upstream_order: Sequence[str] = ()
+    contracts: LiveContracts | None = None

@@ -16,7 +16,7 @@ from mcpward.pipeline.context import GuardContext
 from mcpward.pipeline.decisions import Allow, Deny, Hold, Modify
 from mcpward.pipeline.guard import Guard
 from mcpward.pipeline.modify import ModifyError, apply_modify
-from mcpward.pipeline.phases import Phase
+from mcpward.pipeline.phases import CALL_PHASES, Phase
 from mcpward.pipeline.spec import FailureMode, Mode
 from mcpward.pipeline.subject import Subject
 
@@ -67,6 +67,10 @@ class Pipeline:
             chosen = [g for g in self.guards if g.spec.enabled and phase in g.spec.runs_on]
             chosen.sort(key=lambda g: (g.spec.priority, order[id(g)]))
             self._by_phase[phase] = tuple(chosen)
+        # Does a guard that judges calls by their connection's live contract run on a call phase?
+        self.reads_contracts = any(
+            g.reads_contracts for phase in CALL_PHASES for g in self._by_phase[phase]
+        )
 
     def guards_for(self, phase: Phase) -> tuple[Guard, ...]:
         return self._by_phase[phase]

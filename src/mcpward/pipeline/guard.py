@@ -32,6 +32,9 @@ class Guard:
     # False for pure policy whose hooks never await: asyncio cannot cancel CPU-bound code, so the
     # executor skips the deadline timer for them and keeps only the post-hoc overrun check.
     awaits_io: ClassVar[bool] = True
+    # True for guards that judge a call by the contract its upstream connection serves now
+    # (the pin gate): the relay then reads that connection's lists before the request phases.
+    reads_contracts: ClassVar[bool] = False
 
     def __init__(self, spec: GuardSpec, options: Any) -> None:
         self.spec = spec

@@ -20,3 +20,5 @@ class Phase(str, Enum):
 
 
 LIST_PHASES = frozenset({Phase.TOOLS_LIST, Phase.PROMPTS_LIST, Phase.RESOURCES_LIST})
+# Where a judged request (tools/call, prompts/get, resources/read) is decided before it is sent.
+CALL_PHASES = (Phase.REQUEST, Phase.TOOL_INVOKE, Phase.PROMPT_REQUEST, Phase.RESOURCE_REQUEST)

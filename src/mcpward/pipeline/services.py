@@ -23,6 +23,9 @@ class UpstreamSnapshot:
     instructions: str | None = None
     server_info: dict[str, Any] | None = None
     fetched_at: float = 0.0  # time.monotonic() of the read
+    # Views derived from this snapshot by its readers (e.g. the pin gate's contract hashes),
+    # computed once per snapshot; a snapshot is never mutated after it is published.
+    derived: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
     # (the tools list it was built from, name -> definition); rebuilt when `tools` is replaced
     _tool_index: tuple[list[dict[str, Any]], dict[str, dict[str, Any]]] | None = field(
         default=None, init=False, repr=False, compare=False
@@ -37,17 +40,33 @@ class UpstreamSnapshot:
         return index[1].get(name)
 
 
+class LiveContracts(Protocol):
+    """What the upstream connection a request is routed to serves right now.
+
+    The relay hands one to every judged request (`GuardContext.contracts`) after it has made sure
+    `snapshot` was read on that very connection, after its last (re)connect and its last
+    `list_changed`. `None` means the connection's lists could not be read.
+    """
+
+    @property
+    def snapshot(self) -> UpstreamSnapshot | None: ...
+
+    async def reread(self) -> UpstreamSnapshot | None:
+        """A read of the connection's lists that began after this call (shared with others)."""
+        ...
+
+
 SnapshotListener = Callable[[UpstreamSnapshot], Awaitable[None]]
 # (allowed private addresses/CIDRs, timeout in seconds) -> an httpx.AsyncClient whose every
 # connection passes the gateway's egress filter. Guards never open sockets any other way.
 HttpClientFactory = Callable[[Sequence[str], float], Any]
 
 
-def egress_http_client(allow_private: Sequence[str], timeout: float) -> Any:
-    """The default factory: the egress-filtered client of `mcpward.transport.egress`."""
-    from mcpward.transport.egress import EgressPolicy, egress_client
-
-    return egress_client(EgressPolicy.from_allow_list(allow_private), timeout=timeout)
+def no_http_client(allow_private: Sequence[str], timeout: float) -> Any:
+    """The factory of services assembled without a network (unit use): refuses plainly."""
+    raise RuntimeError(
+        "these guard services have no HTTP client (the gateway wires the egress one)"
+    )
 
 
 class CatalogView(Protocol):
@@ -69,4 +88,4 @@ class GatewayServices:
     state_dir: Path
     catalog: CatalogView
     upstream_identities: Mapping[str, str] = field(default_factory=dict)  # id -> identity digest
-    http_client: HttpClientFactory = egress_http_client
+    http_client: HttpClientFactory = no_http_client

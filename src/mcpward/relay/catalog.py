@@ -1,6 +1,7 @@
-"""The live catalog: each upstream's tools, prompts and resources as last read by the gateway.
+"""The gateway-wide catalog: each upstream's lists as last read on any connection to it.
 
-Re-reads are coalesced per upstream; listeners (e.g. the pin gate) hear of every re-read.
+Re-reads are coalesced per upstream; listeners (e.g. the pin gate) hear of every read. Per-call
+decisions use what the call's own connection serves (`relay.live_contracts`), not this view.
 """
 
 from __future__ import annotations
@@ -57,7 +58,8 @@ class Catalog:
         self._listeners.append(listener)
 
     def set_fetcher(self, upstream: str, fetcher: Fetcher | None) -> None:
-        """The most recent live session's way to re-read this upstream (None: no live session)."""
+        """The most recent live session's way to re-read this upstream (None: no live session);
+        the fetcher publishes what it reads."""
         if fetcher is None:
             self._fetchers.pop(upstream, None)
         else:
@@ -79,6 +81,8 @@ class Catalog:
         return await asyncio.shield(task)
 
     async def _run(self, upstream: str, fetcher: Fetcher) -> UpstreamSnapshot | None:
+        """The fetcher reads one connection and publishes what it read (so every read of a
+        connection, whoever asked for it, reaches the listeners exactly once)."""
         try:
             snap = await fetcher()
         except Exception as exc:
@@ -86,8 +90,6 @@ class Catalog:
             snap = None
         finally:
             self._inflight.pop(upstream, None)
-        if snap is not None:
-            await self.publish(snap)
         return snap if snap is not None else self._snapshots.get(upstream)
 
     async def publish(self, snap: UpstreamSnapshot) -> None:

@@ -1,6 +1,6 @@
 """The gateway core every front feeds: config in, guards attached, sessions out.
 
-There is exactly one place a message is judged (Session); fronts only move frames.
+Fronts only move frames; a session judges them (judged calls: `relay.judged`, the one place).
 """
 
 from __future__ import annotations
@@ -21,8 +21,10 @@ from mcpward.relay.catalog import Catalog
 from mcpward.relay.links import MessageHandler, UpstreamLink
 from mcpward.relay.naming import Namespace
 from mcpward.relay.session import Downstream, Session
+from mcpward.relay.shared import SessionServices
 from mcpward.store.paths import resolve_state_dir
 from mcpward.transport.connectors import make_connection
+from mcpward.transport.egress.client import egress_http_client
 
 log = logging.getLogger("mcpward.gateway")
 
@@ -54,6 +56,15 @@ class Gateway:
             u.id: make_connection(u, self.settings).identity_digest for u in config.upstreams
         }
         self.sessions: set[Session] = set()
+        self.session_services = SessionServices(
+            pipeline=self.pipeline,
+            catalog=self.catalog,
+            namespace=self.namespace,
+            recorder=self.recorder,
+            upstream_ids=tuple(self.upstream_ids),
+            connect_timeout_s=self.settings.connect_timeout_s,
+            make_link=self.make_link,
+        )
         self._relister: asyncio.Task[None] | None = None
 
     @classmethod
@@ -67,6 +78,7 @@ class Gateway:
             state_dir=state_dir,
             catalog=gateway.catalog,
             upstream_identities=dict(gateway.identities),
+            http_client=egress_http_client,
         )
         for guard in gateway.pipeline.guards:
             try:
@@ -102,7 +114,7 @@ class Gateway:
         identity: Identity | None = None,
         session_id: str | None = None,
     ) -> Session:
-        session = Session(self, downstream, identity, session_id)
+        session = Session(self.session_services, downstream, identity, session_id)
         self.sessions.add(session)
         return session
 

@@ -75,6 +75,9 @@ class UpstreamLink:
         self.modern_committed = False  # a dual-era server refuses initialize after server/discover
         self.prepare_lock = asyncio.Lock()
         self.last_failure = UpstreamFailure.NOT_CONNECTED
+        # Bumped by every new connection (first start, restart, reconnect): what was read on an
+        # earlier connection says nothing about what this one serves.
+        self.generation = 0
 
     @property
     def up(self) -> bool:
@@ -116,6 +119,7 @@ class UpstreamLink:
             self.state = LinkState.DOWN
             self.last_failure = UpstreamFailure.NOT_CONNECTED
             raise UpstreamError(self.id, UpstreamFailure.NOT_CONNECTED, str(exc)) from None
+        self.generation += 1
         self.state = LinkState.UP
         self._started.set()
         self._reader = asyncio.create_task(self._read_loop(), name=f"upstream-{self.id}")

@@ -1,6 +1,6 @@
 """Guard kind `wasm`: user-written guards as sandboxed WebAssembly components.
 
-Importing this package registers the kind; wasmtime itself is imported only when a guard loads.
+wasmtime itself is imported only when a guard loads.
 """
 
 from mcpward.guards.wasm.guard import WasmGuard, WasmGuardOptions

@@ -31,7 +31,6 @@ from mcpward.pipeline.context import GuardContext
 from mcpward.pipeline.decisions import Allow, Decision, Modify
 from mcpward.pipeline.guard import Guard
 from mcpward.pipeline.phases import Phase
-from mcpward.pipeline.registry import guard_kind
 from mcpward.pipeline.services import GatewayServices
 from mcpward.pipeline.spec import GuardSpec
 from mcpward.pipeline.subject import Subject
@@ -125,7 +124,6 @@ def _json(value: Any) -> str:
     return dumps(value).decode()
 
 
-@guard_kind
 class WasmGuard(Guard):
     """One component, loaded and checked at attach; calls run on the guard's own threads."""
 

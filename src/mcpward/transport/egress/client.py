@@ -7,7 +7,7 @@ the checked address itself, so DNS cannot answer differently between the check a
 from __future__ import annotations
 
 import ssl
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import anyio
@@ -126,3 +126,9 @@ def egress_client(
         follow_redirects=False,
         trust_env=False,
     )
+
+
+def egress_http_client(allow_private: Sequence[str], timeout: float) -> httpx.AsyncClient:
+    """`pipeline.services.HttpClientFactory` for guards: an egress-filtered httpx client whose
+    policy allows only these private addresses/CIDRs."""
+    return egress_client(EgressPolicy.from_allow_list(allow_private), timeout=timeout)

@@ -1,0 +1,29 @@
+"""What every session of one gateway shares: the pipeline, the catalog, the namespace, the
+recorder and the factory of upstream links. The gateway builds it once; sessions only read it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from mcpward.evidence.record import Recorder
+from mcpward.pipeline.executor import Pipeline
+from mcpward.relay.catalog import Catalog
+from mcpward.relay.links import MessageHandler, StateHandler, UpstreamLink
+from mcpward.relay.naming import Namespace
+
+LinkFactory = Callable[[str, MessageHandler, StateHandler], UpstreamLink]
+
+
+@dataclass(frozen=True, slots=True)
+class SessionServices:
+    """The gateway-wide parts a session works with (no back-reference to the gateway)."""
+
+    pipeline: Pipeline
+    catalog: Catalog
+    namespace: Namespace
+    recorder: Recorder
+    upstream_ids: Sequence[str]
+    connect_timeout_s: float
+    make_link: LinkFactory
