@@ -39,8 +39,11 @@ def _graph() -> dict[str, set[str]]:
             for target in targets:
                 while target and target not in modules:
                     target = target.rpartition(".")[0]
-                if target and target != name and not name.startswith(target + "."):
-                    edges.add(target)
+                # importing a.b.c runs a/__init__ and a/b/__init__ first: those are edges too
+                while target and target != "mcpward":
+                    if target != name and not name.startswith(target + "."):
+                        edges.add(target)
+                    target = target.rpartition(".")[0]
         graph[name] = edges
     return graph
 

@@ -264,3 +264,44 @@ async def test_chaining_across_phases_shares_one_outcome() -> None:
 
 def test_supported_phases_come_from_the_overridden_hooks() -> None:
     assert Scripted.supported_phases() == {Phase.TOOL_INVOKE, Phase.TOOLS_LIST, Phase.TOOL_RESULT}
+
+
+class DecidesNow(Scripted):
+    """A guard with a synchronous verdict for payloads marked "now" (else its async hook)."""
+
+    def decide_now(self, subject: Subject, ctx: GuardContext) -> Any:
+        if isinstance(subject.payload, dict) and subject.payload.get("now"):
+            Scripted.calls.append((self.id + ":now", None))
+            return Deny(code="now", message="decided without waiting")
+        return None
+
+
+async def test_decide_now_answers_without_the_hook_or_a_deadline_timer(monkeypatch) -> None:
+    timers: list[float | None] = []
+    real_timeout = asyncio.timeout
+
+    def counting_timeout(delay: float | None):  # type: ignore[no-untyped-def]
+        timers.append(delay)
+        return real_timeout(delay)
+
+    monkeypatch.setattr(asyncio, "timeout", counting_timeout)
+    g = DecidesNow(GuardSpec(kind="scripted", id="g", runs_on=["tool_invoke"]), "sleep")
+    out = await run([g], {"now": True})
+    assert out.stop is not None and out.stop.code == "now"
+    assert Scripted.calls == [("g:now", None)] and timers == []
+    # No synchronous verdict: the hook runs under its deadline (and here times out, closed).
+    g.spec.timeout_ms = 50
+    out = await Pipeline([g]).run((Phase.TOOL_INVOKE,), "t", {"now": False}, CTX)
+    assert timers == [0.05]
+    assert out.stop is not None and out.stop.code == "guard_timeout"
+
+
+async def test_decide_now_exceptions_follow_the_failure_mode() -> None:
+    class Broken(Scripted):
+        def decide_now(self, subject: Subject, ctx: GuardContext) -> Any:
+            raise RuntimeError("bug in the fast path")
+
+    out = await run(
+        [Broken(GuardSpec(kind="scripted", id="b", runs_on=["tool_invoke"]), Allow())], {}
+    )
+    assert out.stop is not None and out.stop.code == "guard_error"

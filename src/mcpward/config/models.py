@@ -12,11 +12,11 @@ from pydantic import (
     Field,
     Tag,
     field_validator,
-    model_validator,
 )
 
 from mcpward.evidence.settings import EvidenceSettings
 from mcpward.pipeline.spec import GuardSpec, Mode
+from mcpward.secret_refs import SecretRef
 from mcpward.transport.http_front.config import HttpFront
 
 UPSTREAM_ID = r"^[A-Za-z0-9][A-Za-z0-9_-]{0,62}$"
@@ -24,22 +24,6 @@ UPSTREAM_ID = r"^[A-Za-z0-9][A-Za-z0-9_-]{0,62}$"
 
 class Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
-
-
-class SecretRef(Strict):
-    """A secret value taken from an environment variable or a file, never written in config."""
-
-    env: str | None = Field(default=None, description="Environment variable holding the value.")
-    file: Path | None = Field(
-        default=None, description="File holding the value (trailing newline stripped)."
-    )
-    prefix: str = Field(default="", description='Text put before the value, e.g. "Bearer ".')
-
-    @model_validator(mode="after")
-    def _exactly_one(self) -> SecretRef:
-        if (self.env is None) == (self.file is None):
-            raise ValueError("give exactly one of env or file")
-        return self
 
 
 class RestartPolicy(Strict):

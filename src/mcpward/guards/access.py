@@ -14,6 +14,7 @@ from mcpward.identity.consent import ConsentCeiling, ceiling_of
 from mcpward.pipeline.context import GuardContext, Identity
 from mcpward.pipeline.decisions import Allow, Decision, Deny, Modify, ReplaceTools
 from mcpward.pipeline.guard import Guard
+from mcpward.pipeline.phases import Phase
 from mcpward.pipeline.services import CatalogView, GatewayServices
 from mcpward.pipeline.subject import Subject
 
@@ -65,6 +66,9 @@ def required_ceiling(hints: Mapping[str, Any]) -> ConsentCeiling:
     if hints.get("destructiveHint", True) is False:
         return ConsentCeiling.NO_DESTRUCTIVE
     return ConsentCeiling.FULL
+
+
+_ALLOW = Allow()
 
 
 class AccessGuard(Guard):
@@ -155,6 +159,12 @@ class AccessGuard(Guard):
         )
 
     async def _definition(self, ctx: GuardContext, name: str) -> Mapping[str, Any] | None:
+        """The tool's definition as the call's own upstream connection lists it (read once if
+        that connection has not been read yet); outside a relay, the context's lists."""
+        live = ctx.contracts
+        if live is not None:
+            snap = live.snapshot or await live.reread()
+            return snap.tool(name) if snap is not None else None
         if self._catalog is None:  # not attached to a gateway (unit use): the context's lists
             tools: Sequence[Mapping[str, Any]] = ctx.catalog.get(ctx.server_name, ())
             return next((t for t in tools if t.get("name") == name), None)
@@ -178,13 +188,28 @@ class AccessGuard(Guard):
             return Allow()
         return Modify(ReplaceTools(kept), evidence={"hidden": len(tools) - len(kept)})
 
+    def decide_now(self, subject: Subject, ctx: GuardContext) -> Decision | None:
+        """Tool calls whose verdict needs no definition, or whose connection was read already,
+        are decided without waiting (no deadline timer)."""
+        if subject.phase is not Phase.TOOL_INVOKE:
+            return None
+        name = subject.name or ""
+        tool = None
+        if self.ceiling(ctx.identity) is not ConsentCeiling.FULL:
+            snap = ctx.contracts.snapshot if ctx.contracts is not None else None
+            if snap is None:
+                return None
+            tool = snap.tool(name)
+        deny = self._verdict(ctx.identity, ctx.server_name, tool, name)
+        return deny if deny is not None else _ALLOW
+
     async def on_tool_invoke(self, subject: Subject, ctx: GuardContext) -> Decision:
         name = subject.name or ""
         tool = None
         if self.ceiling(ctx.identity) is not ConsentCeiling.FULL:
             tool = await self._definition(ctx, name)
         deny = self._verdict(ctx.identity, ctx.server_name, tool, name)
-        return deny if deny is not None else Allow()
+        return deny if deny is not None else _ALLOW
 
     async def on_prompts_list(self, subject: Subject, ctx: GuardContext) -> Decision:
         return self._whole_upstream_list(subject, ctx)

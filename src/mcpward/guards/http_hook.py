@@ -20,8 +20,6 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 if TYPE_CHECKING:
     import httpx
 
-from mcpward.config.models import SecretRef
-from mcpward.config.secrets import SecretUnavailable, resolve_secret
 from mcpward.guards.wasm.decode import (
     DecisionFormatError,
     decode_deny,
@@ -35,6 +33,7 @@ from mcpward.pipeline.services import GatewayServices
 from mcpward.pipeline.spec import GuardSpec
 from mcpward.pipeline.subject import Subject
 from mcpward.protocol.jsonrpc import dumps, loads
+from mcpward.secret_refs import SecretRef, SecretUnavailable, resolve_secret
 
 log = logging.getLogger("mcpward.guards.http_hook")
 

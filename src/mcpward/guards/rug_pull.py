@@ -27,6 +27,7 @@ from mcpward.guards.tool_poisoning import DEFINITION_RULES
 from mcpward.pipeline.context import GuardContext
 from mcpward.pipeline.decisions import Allow, Decision, Deny, Hold, Modify, ReplaceTools
 from mcpward.pipeline.guard import Guard
+from mcpward.pipeline.phases import Phase
 from mcpward.pipeline.services import (
     CatalogView,
     GatewayServices,
@@ -42,6 +43,11 @@ log = logging.getLogger("mcpward.guards.rug_pull")
 VerdictName = Literal["proceed", "hold", "inconclusive"]
 NewItems = Literal["tofu", "review"]
 _ALLOW = Allow()
+_CALL_KINDS = {
+    Phase.TOOL_INVOKE: ItemKind.TOOL,
+    Phase.PROMPT_REQUEST: ItemKind.PROMPT,
+    Phase.RESOURCE_REQUEST: ItemKind.RESOURCE,
+}
 _VIEW_KEY = "rug_pull.view"  # UpstreamSnapshot.derived entry: the hashed ConnectionView
 MARKER_WEIGHT = 1.0  # weaker findings are context for tool_poisoning's score, not markers
 
@@ -309,23 +315,30 @@ class RugPullGuard(Guard):
     async def on_resource_request(self, subject: Subject, ctx: GuardContext) -> Decision:
         return await self._check_call(ItemKind.RESOURCE, subject.name or "", ctx)
 
+    def decide_now(self, subject: Subject, ctx: GuardContext) -> Decision | None:
+        """A call whose connection was read recently enough is decided without waiting."""
+        kind = _CALL_KINDS.get(subject.phase)
+        live = ctx.contracts
+        if kind is None or live is None:
+            return None
+        snap = live.snapshot
+        if snap is None or self._stale(snap):
+            return None
+        return self._decide(kind, subject.name or "", ctx.server_name, snap)
+
     async def _check_call(self, kind: ItemKind, name: str, ctx: GuardContext) -> Decision:
         """Judge a call against the contract its own upstream connection serves now.
 
         The relay has read that connection's lists (after its last (re)connect and
         list_changed) before this runs; a read older than `revalidate_ttl_s` is read again first,
         whatever the item's annotations claim. Unchanged contract: a few dict lookups."""
-        gate = self._require()
         upstream = ctx.server_name
         live = ctx.contracts if ctx.contracts is not None else self._catalog_contracts(upstream)
         snap = live.snapshot
-        if snap is None or (
-            self.opts.revalidate and time.monotonic() - snap.fetched_at > self.opts.revalidate_ttl_s
-        ):
+        if snap is None or self._stale(snap):
             snap = await live.reread()
-        posture = self.table_for(upstream).posture
         if snap is None:
-            if posture is Posture.MONITOR:
+            if self.table_for(upstream).posture is Posture.MONITOR:
                 return _ALLOW
             return Deny(
                 code="contract_unverifiable",
@@ -334,6 +347,16 @@ class RugPullGuard(Guard):
                 "failing closed",
                 details={"upstream": upstream, "item_kind": kind.value},
             )
+        return self._decide(kind, name, upstream, snap)
+
+    def _stale(self, snap: UpstreamSnapshot) -> bool:
+        return (
+            self.opts.revalidate and time.monotonic() - snap.fetched_at > self.opts.revalidate_ttl_s
+        )
+
+    def _decide(self, kind: ItemKind, name: str, upstream: str, snap: UpstreamSnapshot) -> Decision:
+        """The decision on one call against one read of its connection (no waiting)."""
+        gate = self._require()
         view = self._view(snap)
         result = gate.check_connection(upstream, view, kind, name)
         if kind is ItemKind.RESOURCE and result is UNLISTED:
@@ -345,6 +368,7 @@ class RugPullGuard(Guard):
             return Allow(evidence={"contract_hash": live_hash}) if live_hash else _ALLOW
         if isinstance(result, HoldRecord):
             return self._hold(result)
+        posture = self.table_for(upstream).posture
         if posture is Posture.MONITOR:
             return _ALLOW
         # UNLISTED: neither pinned nor served by this connection; no contract to hold it to

@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -55,6 +55,18 @@ class Outcome:
         return self.stop is None
 
 
+@dataclass(frozen=True, slots=True)
+class _Step:
+    """One guard at one phase, resolved once when the pipeline is built."""
+
+    guard: Guard
+    phase: Phase
+    hook: Callable[[Subject, GuardContext], Awaitable[Any]]
+    decide_now: Callable[[Subject, GuardContext], Any] | None  # None: the guard has none
+    deadline_s: float
+    timed: bool  # run the hook under a deadline timer (it may await I/O)
+
+
 class Pipeline:
     """The ordered guards per phase. Build once from config; `run` is on the hot path."""
 
@@ -63,10 +75,12 @@ class Pipeline:
         self.mode = mode
         order = {id(g): i for i, g in enumerate(self.guards)}
         self._by_phase: dict[Phase, tuple[Guard, ...]] = {}
+        self._steps: dict[Phase, tuple[_Step, ...]] = {}
         for phase in Phase:
             chosen = [g for g in self.guards if g.spec.enabled and phase in g.spec.runs_on]
             chosen.sort(key=lambda g: (g.spec.priority, order[id(g)]))
             self._by_phase[phase] = tuple(chosen)
+            self._steps[phase] = tuple(_step(g, phase) for g in chosen)
         # Does a guard that judges calls by their connection's live contract run on a call phase?
         self.reads_contracts = any(
             g.reads_contracts for phase in CALL_PHASES for g in self._by_phase[phase]
@@ -90,8 +104,8 @@ class Pipeline:
         out = outcome if outcome is not None else Outcome(payload=payload)
         out.payload = payload
         for phase in phases:
-            for guard in self._by_phase[phase]:
-                await self._run_one(guard, phase, name, out, ctx)
+            for step in self._steps[phase]:
+                await self._run_one(step, name, out, ctx)
                 if out.stop is not None:
                     return out
         return out
@@ -104,21 +118,25 @@ class Pipeline:
                 log.exception("guard %s failed to close", guard.id)
 
     async def _run_one(
-        self, guard: Guard, phase: Phase, name: str | None, out: Outcome, ctx: GuardContext
+        self, step: _Step, name: str | None, out: Outcome, ctx: GuardContext
     ) -> None:
+        guard, phase = step.guard, step.phase
         spec = guard.spec
-        hook = getattr(guard, f"on_{phase.value}")
         subject = Subject(phase, name, out.payload)
-        deadline = spec.timeout_ms / 1000.0
+        deadline = step.deadline_s
         started = time.perf_counter()
         failure: str | None = None
         decision: Any = None
         try:
-            if guard.awaits_io:
+            if step.decide_now is not None:
+                decision = step.decide_now(subject, ctx)
+            if decision is not None:
+                pass  # decided without waiting: no deadline timer (the overrun check stays)
+            elif step.timed:
                 async with asyncio.timeout(deadline):
-                    decision = await hook(subject, ctx)
+                    decision = await step.hook(subject, ctx)
             else:
-                decision = await hook(subject, ctx)
+                decision = await step.hook(subject, ctx)
         except TimeoutError:
             failure = "timeout"
         except asyncio.CancelledError:
@@ -171,3 +189,15 @@ class Pipeline:
             return
         out.stop = decision
         out.stopped_by = guard.id
+
+
+def _step(guard: Guard, phase: Phase) -> _Step:
+    overrides_now = type(guard).decide_now is not Guard.decide_now
+    return _Step(
+        guard=guard,
+        phase=phase,
+        hook=getattr(guard, f"on_{phase.value}"),
+        decide_now=guard.decide_now if overrides_now else None,
+        deadline_s=guard.spec.timeout_ms / 1000.0,
+        timed=guard.awaits_io,
+    )

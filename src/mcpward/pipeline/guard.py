@@ -50,6 +50,14 @@ class Guard:
             if getattr(cls, f"on_{phase.value}") is not getattr(Guard, f"on_{phase.value}")
         )
 
+    def decide_now(self, subject: Subject, ctx: GuardContext) -> Decision | None:
+        """A verdict that needs no waiting, or None to run the phase hook under its deadline.
+
+        For guards whose hooks may await (`awaits_io`): the executor calls this first and, when
+        it answers, skips the deadline timer (a pin check that finds no change, a role check).
+        Called for every phase the guard runs on; `subject.phase` says which."""
+        return None
+
     async def attach(self, services: GatewayServices) -> None:
         """Called once when the gateway is assembled, before the first message."""
 

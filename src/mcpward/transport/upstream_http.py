@@ -22,11 +22,11 @@ from mcp.shared.inbound import (
 )
 
 from mcpward.config.models import HttpUpstream
-from mcpward.config.secrets import SecretUnavailable, resolve_secret
 from mcpward.protocol import errors, jsonrpc, methods
 from mcpward.protocol.canonical import canonical_sha256
 from mcpward.protocol.eras import META_PROTOCOL_VERSION, MODERN_VERSIONS
 from mcpward.protocol.errors import UpstreamFailure
+from mcpward.secret_refs import SecretUnavailable, resolve_secret
 from mcpward.transport.egress import EgressBlocked, EgressConfigError, EgressPolicy, egress_session
 from mcpward.transport.http_front.sse import SseDecoder, SseEvent
 from mcpward.transport.upstream import UpstreamConnection, UpstreamUnavailable
