@@ -151,11 +151,11 @@ async def test_periodic_relist_from_the_guard(tmp_path: Path) -> None:
     await guard.close()
 
 
-async def test_unlisted_tools_are_held_and_monitor_never_blocks(tmp_path: Path) -> None:
+async def test_unlisted_tools_are_denied_and_monitor_never_blocks(tmp_path: Path) -> None:
     catalog = FakeCatalog([READ])
     pipeline, guard = await make(tmp_path, catalog)
-    stop = await call(pipeline, "ghost")
-    assert isinstance(stop, Hold) and stop.code == "unlisted_item"
+    stop = await call(pipeline, "ghost")  # nothing to review: a denial (-32013), not a HOLD
+    assert isinstance(stop, Deny) and stop.code == "unlisted_item"
     await guard.close()
     monitor_dir = tmp_path / "monitor"
     monitor_dir.mkdir()

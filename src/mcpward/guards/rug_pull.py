@@ -371,21 +371,15 @@ class RugPullGuard(Guard):
         posture = self.table_for(upstream).posture
         if posture is Posture.MONITOR:
             return _ALLOW
-        # UNLISTED: neither pinned nor served by this connection; no contract to hold it to
+        # UNLISTED: neither pinned nor served by this connection. Nothing for a person to review
+        # (not a HOLD), and a name the upstream does not list is never forwarded: a server's
+        # hidden, unlisted tool cannot be reached through the gateway.
         item = sanitize_text(name, 128)
-        return Hold(
+        return Deny(
             code="unlisted_item",
-            message=f"mcpward held this call: {kind.value} '{item}' is not in the current list "
-            f"of upstream '{sanitize_text(upstream, 64)}' and has no pin, so its contract "
-            "cannot be checked",
-            details={
-                "code": "unlisted_item",
-                "item_kind": kind.value,
-                "item": item,
-                "posture": posture.value,
-                "verdict": Verdict.INCONCLUSIVE.value,
-                "review": gate.commands.show(upstream),
-            },
+            message=f"unknown {kind.value} '{item}': upstream '{sanitize_text(upstream, 64)}' "
+            "does not list it on this connection (and it has no pin)",
+            details={"item_kind": kind.value, "item": item, "upstream": upstream},
         )
 
     def _check_templates(self, upstream: str, view: ConnectionView, uri: str) -> CheckResult:

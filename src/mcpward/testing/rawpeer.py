@@ -10,6 +10,10 @@ import json
 from typing import Any
 
 
+class PeerGone(ConnectionError):
+    """The child process closed its stdout (it exited) while a request waited for an answer."""
+
+
 class RawPeer:
     """Talks newline-delimited JSON-RPC to a child process; collects notifications and requests."""
 
@@ -20,6 +24,7 @@ class RawPeer:
         self.unsolicited: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
         self.raw_lines: list[bytes] = []
         self.keep_raw = False
+        self.closed = False  # its stdout reached EOF
         self._reader = asyncio.create_task(self._read())
 
     @classmethod
@@ -64,9 +69,20 @@ class RawPeer:
                 fut.set_result(msg)
             else:
                 await self.unsolicited.put(msg)
+        self.closed = True
+        # The peer is gone: whoever still waits for an answer learns it now instead of hanging.
+        waiting, self.waiting = self.waiting, {}
+        for request_id, fut in waiting.items():
+            if not fut.done():
+                fut.set_exception(
+                    PeerGone(f"the peer exited before answering request {request_id!r}")
+                )
 
     def _future(self, request_id: Any) -> asyncio.Future[dict[str, Any]]:
         fut: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
+        if self.closed:
+            fut.set_exception(PeerGone(f"the peer has exited (request {request_id!r})"))
+            return fut
         self.waiting[request_id] = fut
         return fut
 
