@@ -71,6 +71,7 @@ class _State:
     live_contracts: ContractMap = field(default_factory=dict)
     complete: set[ItemKind] = field(default_factory=set)
     observed_at: float | None = None  # the catalog's fetched_at of the last observed snapshot
+    kind_observed_at: dict[ItemKind, float] = field(default_factory=dict)  # the same, per kind
     blocking: HoldRecord | None = None  # an enforced upstream-wide hold
 
 
@@ -138,12 +139,26 @@ class Gate:
     ) -> Observation:
         """Judge one view of an upstream. Kinds in `complete` were listed in full, so pinned
         items of those kinds that are missing count as removed. `observed_at` (monotonic, when
-        the view was read) orders views: one read before the last judged view is ignored, so a
-        slow re-read can never bring back a contract the upstream has already moved away from."""
+        the view was read) orders views per kind: for each kind, a view read before the last
+        judged view of that kind is ignored, so a slow re-read can never bring back a contract
+        the upstream has already moved away from, yet still gives the first sight of a kind
+        that a newer, partial view did not show."""
         st = self.state(upstream)
-        if observed_at is not None and st.observed_at is not None and observed_at < st.observed_at:
-            return Observation()
         complete = set(complete)
+        if observed_at is not None:
+            # Per kind: a view read before the last judged view of a kind says nothing new about
+            # that kind, but may be the first (or newest) view of another kind.
+            fresh = {
+                kind
+                for kind in complete | {key[0] for key in contracts}
+                if observed_at >= st.kind_observed_at.get(kind, observed_at)
+            }
+            if not fresh:
+                return Observation()
+            contracts = {key: c for key, c in contracts.items() if key[0] in fresh}
+            complete &= fresh
+            for kind in fresh:
+                st.kind_observed_at[kind] = observed_at
         for key in [k for k in st.live_contracts if k[0] in complete]:
             del st.live_contracts[key]
             st.live.pop(key, None)

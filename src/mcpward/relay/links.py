@@ -67,7 +67,9 @@ class UpstreamLink:
         self._pending: dict[int, asyncio.Future[dict[str, Any]]] = {}
         self._reader: asyncio.Task[None] | None = None
         self._restarter: asyncio.Task[None] | None = None
-        self._started = asyncio.Event()
+        # Set while the connection is usable: started and, after a restart, its handshake
+        # replayed (a request must never reach a fresh process that was not initialized).
+        self._ready = asyncio.Event()
         # The client's handshake, replayed after a restart (handshake era only).
         self.init_params: dict[str, Any] | None = None
         self.init_result: dict[str, Any] | None = None
@@ -83,19 +85,26 @@ class UpstreamLink:
     def up(self) -> bool:
         return self.state is LinkState.UP
 
+    @property
+    def ready(self) -> bool:
+        """Up and usable (after a restart: its handshake replayed)."""
+        return self._ready.is_set() and self.state is LinkState.UP
+
     async def ensure_started(self) -> None:
-        """Start the connection if it has never been started; raise UpstreamError if it cannot."""
-        if self.state is LinkState.UP:
+        """Start the connection if it has never been started, or wait (up to the connect
+        timeout) until a start or restart under way is usable; raise UpstreamError if not."""
+        if self._ready.is_set():
             return
         if self.state is LinkState.CLOSED:
             raise UpstreamError(self.id, UpstreamFailure.SHUTTING_DOWN)
-        if self.state is LinkState.STARTING or self._restarter is not None:
+        if self.state is not LinkState.DOWN or self._restarter is not None:
             try:
-                await asyncio.wait_for(self._started.wait(), self.connect_timeout_s)
+                await asyncio.wait_for(self._ready.wait(), self.connect_timeout_s)
             except TimeoutError:
                 raise UpstreamError(self.id, UpstreamFailure.RESTARTING) from None
             return
         await self._start_once()
+        self._ready.set()
 
     async def reconnect(self) -> None:
         """A fresh connection (e.g. to re-open a dual-era server in the handshake era)."""
@@ -109,7 +118,9 @@ class UpstreamLink:
         self.state = LinkState.DOWN
         self.modern_committed = False
         self.init_result = None
+        self._ready.clear()
         await self._start_once()
+        self._ready.set()
 
     async def _start_once(self) -> None:
         self.state = LinkState.STARTING
@@ -121,7 +132,6 @@ class UpstreamLink:
             raise UpstreamError(self.id, UpstreamFailure.NOT_CONNECTED, str(exc)) from None
         self.generation += 1
         self.state = LinkState.UP
-        self._started.set()
         self._reader = asyncio.create_task(self._read_loop(), name=f"upstream-{self.id}")
 
     async def _read_loop(self) -> None:
@@ -164,7 +174,7 @@ class UpstreamLink:
         log.warning("upstream %s is down: %s %s", self.id, reason.value, detail)
         self.state = LinkState.DOWN
         self.last_failure = reason
-        self._started.clear()
+        self._ready.clear()
         self._fail_pending(reason, detail)
         with contextlib.suppress(Exception):
             await self._on_state(self)
@@ -187,6 +197,7 @@ class UpstreamLink:
                 try:
                     await self._start_once()
                     await self._replay_handshake()
+                    self._ready.set()
                 except UpstreamError as exc:
                     log.warning("upstream %s restart failed: %s", self.id, exc)
                     if self.state is LinkState.UP:
@@ -279,6 +290,7 @@ class UpstreamLink:
 
     async def close(self) -> None:
         self.state = LinkState.CLOSED
+        self._ready.clear()
         for task in (self._restarter, self._reader):
             if task is not None:
                 task.cancel()

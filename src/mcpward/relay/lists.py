@@ -241,7 +241,7 @@ class ListRelay:
 
     async def read_snapshot(self, link: UpstreamLink) -> UpstreamSnapshot | None:
         """Read all of one upstream connection's lists (every page), in the session's era."""
-        if not link.up or link.init_result is None:
+        if not link.ready or link.init_result is None:
             return None
         snap = UpstreamSnapshot(upstream=link.id, fetched_at=time.monotonic())
         result = link.init_result

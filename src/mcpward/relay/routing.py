@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from mcpward.pipeline.services import UpstreamSnapshot
 from mcpward.protocol.uri_template import template_regex
 from mcpward.relay.state import SessionState
 
@@ -29,6 +30,14 @@ class Routes:
             known = self._templates.get(template)
             if known is None or known[1] != upstream:
                 self._templates[template] = (template_regex(template), upstream)
+
+    def learn_snapshot(self, snap: UpstreamSnapshot) -> None:
+        """Everything a read of one upstream connection lists (so a resource can be read before
+        the client listed resources)."""
+        for item in snap.resources:
+            self.learn(snap.upstream, "resources", item)
+        for item in snap.resource_templates:
+            self.learn(snap.upstream, "resourceTemplates", item)
 
     def name(self, name: str) -> tuple[str, str] | None:
         """(upstream, its local name) for a client-facing tool or prompt name."""

@@ -16,6 +16,7 @@ from typing import Any, Protocol
 
 from mcpward.evidence.record import DecisionRecord
 from mcpward.pipeline.context import Identity
+from mcpward.pipeline.services import UpstreamSnapshot
 from mcpward.protocol import errors, jsonrpc, methods
 from mcpward.protocol.eras import META_SUBSCRIPTION_ID, Era, message_era
 from mcpward.protocol.jsonrpc import Frame, FrameKind, Message, RequestId
@@ -280,7 +281,10 @@ class Session:
     async def _record(self, record: DecisionRecord) -> None:
         await self.services.recorder.record(record)
 
-    async def _publish(self, snap: Any) -> None:
+    async def _publish(self, snap: UpstreamSnapshot) -> None:
+        """A read of one of this session's connections: route by it, and tell the gateway."""
+        if self.state.ns.enabled:
+            self.routes.learn_snapshot(snap)
         await self.services.catalog.publish(snap)
 
     async def _refresh_all(self) -> None:
