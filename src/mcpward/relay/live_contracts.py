@@ -38,8 +38,9 @@ class ConnectionContracts:
         self._epoch = 0  # bumped by every list_changed from this connection
         self._task: asyncio.Task[UpstreamSnapshot | None] | None = None
         self._task_key: tuple[int, int] = (-1, -1)
-        self._task_started = 0  # read sequence number of the read in flight
-        self._reads = 0
+        self._task_started = 0  # sequence number of the read in flight
+        self._reads = 0  # reads started so far (each read's sequence number)
+        self._done = 0  # sequence number of the newest read that has finished
 
     def _key(self) -> tuple[int, int]:
         return (self.link.generation, self._epoch)
@@ -61,14 +62,16 @@ class ConnectionContracts:
             snap = self.snapshot
             if snap is not None:
                 return snap
-            await self._join(self._key(), after=None)
+            if await self._join(self._key(), after=None) is None:
+                return None  # the read failed (logged): the caller fails closed
         log.warning("upstream %s keeps changing its lists; giving up on a read", self.link.id)
         return self.snapshot
 
     async def reread(self) -> UpstreamSnapshot | None:
-        """A read that began after this call (joining one that began later, if any); None if
-        it failed."""
-        if await self._join(self._key(), after=self._reads) is None:
+        """A read newer than every read finished so far (one in flight that began after them
+        is joined, so callers finding the same stale snapshot share one read); None if it
+        failed."""
+        if await self._join(self._key(), after=self._done) is None:
             return None
         return self.snapshot or await self.current()
 
@@ -84,18 +87,20 @@ class ConnectionContracts:
             self._reads += 1
             self._task_started = self._reads
             self._task_key = key
-            task = self._task = asyncio.ensure_future(self._run(key))
+            task = self._task = asyncio.ensure_future(self._run(key, self._reads))
         assert task is not None
         return await asyncio.shield(task)
 
-    async def _run(self, key: tuple[int, int]) -> UpstreamSnapshot | None:
+    async def _run(self, key: tuple[int, int], seq: int) -> UpstreamSnapshot | None:
         try:
             snap = await self._read(self.link)
         except asyncio.CancelledError:
             raise
         except Exception as exc:
             log.warning("reading the lists of upstream %s failed: %s", self.link.id, exc)
-            return None
+            snap = None
+        finally:
+            self._done = max(self._done, seq)
         if snap is None:
             return None
         if key[0] == self.link.generation and key >= self._snapshot_key:
