@@ -86,6 +86,7 @@ class Session:
         self._gw_ids = itertools.count(1)
         self._background: set[asyncio.Task[Any]] = set()
         self._closed = False
+        self._opening: asyncio.Task[None] | None = None  # the client's initialize, while running
         self._handlers: dict[str, Callable[[Message], Awaitable[Message | None]]] = {
             methods.INITIALIZE: self.eras.initialize,
             methods.DISCOVER: self.eras.discover,
@@ -113,8 +114,23 @@ class Session:
     # ---- client -> gateway -------------------------------------------------------------
 
     async def handle(self, frame: Frame) -> None:
-        """Take one parsed client message. Requests run concurrently; the rest in order."""
+        """Take one parsed client message. Requests run concurrently; the rest in order.
+
+        A client that sends on before the answer to its `initialize` (a pipelined or file-fed
+        client) waits here for the handshake to finish, so its `initialized` reaches the
+        upstreams and its requests meet opened connections."""
         kind = frame.kind
+        opening = self._opening
+        if (
+            opening is not None
+            and not opening.done()
+            and frame.message.get("method")
+            not in (
+                methods.PING,
+                methods.CANCELLED,
+            )
+        ):
+            await asyncio.wait({opening}, timeout=self.services.connect_timeout_s)
         if kind is FrameKind.REQUEST:
             request_id = frame.message["id"]
             if request_id in self._inflight:
@@ -127,6 +143,8 @@ class Session:
                 return
             task = asyncio.create_task(self._serve(frame.message))
             self._inflight[request_id] = task
+            if frame.message["method"] == methods.INITIALIZE:
+                self._opening = task
         elif kind is FrameKind.NOTIFICATION:
             await self._client_notification(frame.message)
         else:
@@ -295,6 +313,12 @@ class Session:
         )
 
     # ---- shutdown ------------------------------------------------------------------------------
+
+    async def drain(self, timeout_s: float) -> None:
+        """Wait (at most `timeout_s`) for the requests in flight to be answered."""
+        pending = list(self._inflight.values())
+        if pending:
+            await asyncio.wait(pending, timeout=timeout_s)
 
     async def close(self) -> None:
         if self._closed:

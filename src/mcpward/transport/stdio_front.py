@@ -24,10 +24,53 @@ from mcpward.transport.framing import FrameReader, OversizedFrame, stream_limit
 log = logging.getLogger("mcpward.stdio")
 
 
+class FileWriter:
+    """stdout redirected to a regular file: the event loop's pipe transports refuse (uvloop
+    aborts the process on) a regular file, and a local file write does not block for long,
+    so frames are written directly."""
+
+    def __init__(self, fd: int) -> None:
+        self._fd = fd
+
+    def write(self, data: bytes) -> None:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(self._fd, view) :]
+
+    def buffered(self) -> int:
+        return 0
+
+    async def drain(self) -> None:
+        return None
+
+    def close(self) -> None:
+        with contextlib.suppress(OSError):
+            os.close(self._fd)
+
+
+class PipeWriter:
+    """stdout is a pipe, socket or terminal: an asyncio stream with flow control."""
+
+    def __init__(self, writer: asyncio.StreamWriter) -> None:
+        self._writer = writer
+
+    def write(self, data: bytes) -> None:
+        self._writer.write(data)
+
+    def buffered(self) -> int:
+        return self._writer.transport.get_write_buffer_size()
+
+    async def drain(self) -> None:
+        await self._writer.drain()
+
+    def close(self) -> None:
+        self._writer.close()
+
+
 class StdioDownstream:
     """Writes frames to the real stdout, refusing any frame over the size cap."""
 
-    def __init__(self, writer: asyncio.StreamWriter, max_frame_bytes: int) -> None:
+    def __init__(self, writer: FileWriter | PipeWriter, max_frame_bytes: int) -> None:
         self._writer = writer
         self._max = max_frame_bytes
 
@@ -48,7 +91,7 @@ class StdioDownstream:
                 )
             )
         self._writer.write(data + b"\n")
-        if self._writer.transport.get_write_buffer_size() > 65536:
+        if self._writer.buffered() > 65536:
             await self._writer.drain()
 
 
@@ -79,15 +122,17 @@ async def _open_stdin(limit: int) -> asyncio.StreamReader:
     return reader
 
 
-async def _open_stdout() -> asyncio.StreamWriter:
+async def _open_stdout() -> FileWriter | PipeWriter:
     loop = asyncio.get_running_loop()
     out_fd = os.dup(1)
     os.dup2(2, 1)  # from now on, print() lands on stderr, never on the wire
+    if not _is_streamable(out_fd):
+        return FileWriter(out_fd)
     pipe = os.fdopen(out_fd, "wb", buffering=0)
     transport, protocol = await loop.connect_write_pipe(
         lambda: asyncio.streams.FlowControlMixin(loop=loop), pipe
     )
-    return asyncio.StreamWriter(transport, protocol, None, loop)
+    return PipeWriter(asyncio.StreamWriter(transport, protocol, None, loop))
 
 
 async def serve_stdio(gateway: Gateway, identity: Identity | None = None) -> None:
@@ -133,6 +178,9 @@ async def serve_stdio(gateway: Gateway, identity: Identity | None = None) -> Non
         await asyncio.wait({reading, stopping}, return_when=asyncio.FIRST_COMPLETED)
     finally:
         reason = "signal" if stop.is_set() else "end of input"
+        if not stop.is_set():
+            # The client closed its input: answer what it already asked (bounded), then stop.
+            await session.drain(gateway.settings.request_timeout_s)
         log.info("shutting down (%s)", reason)
         for task in (reading, stopping):
             task.cancel()
