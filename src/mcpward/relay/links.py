@@ -239,7 +239,8 @@ class UpstreamLink:
             raise UpstreamError(self.id, self._down_reason())
         if request_id is None:
             request_id = next(self._ids)
-        future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[dict[str, Any]] = loop.create_future()
         self._pending[request_id] = future
         try:
             await self.connection.send(jsonrpc.request(request_id, method, params))
@@ -247,9 +248,11 @@ class UpstreamLink:
             self._pending.pop(request_id, None)
             raise UpstreamError(self.id, exc.reason, exc.detail) from None
         limit = None if timeout == math.inf else (timeout or self.request_timeout_s)
+        # The deadline fails our own future (one timer handle): cheaper than asyncio.timeout,
+        # which this path would otherwise set up and tear down for every request.
+        deadline = loop.call_later(limit, _expire, future) if limit is not None else None
         try:
-            async with asyncio.timeout(limit):
-                return await future
+            return await future
         except TimeoutError:
             self._pending.pop(request_id, None)
             with contextlib.suppress(UpstreamUnavailable):
@@ -261,12 +264,17 @@ class UpstreamLink:
                 )
             raise UpstreamError(self.id, UpstreamFailure.TIMEOUT) from None
         except asyncio.CancelledError:
+            if future.done() and not future.cancelled():
+                future.exception()  # retrieved: a deadline that fired as we were cancelled
             if self._pending.pop(request_id, None) is not None and self.state is LinkState.UP:
                 with contextlib.suppress(UpstreamUnavailable):
                     await self.connection.send(
                         jsonrpc.notification(methods.CANCELLED, {"requestId": request_id})
                     )
             raise
+        finally:
+            if deadline is not None:
+                deadline.cancel()
 
     def _down_reason(self) -> UpstreamFailure:
         if self.state is LinkState.CLOSED:
@@ -300,3 +308,9 @@ class UpstreamLink:
             if task is not None:
                 with contextlib.suppress(asyncio.CancelledError, Exception):
                     await task
+
+
+def _expire(future: asyncio.Future[dict[str, Any]]) -> None:
+    """A request's deadline passed: its waiter gets TimeoutError (unless it was answered)."""
+    if not future.done():
+        future.set_exception(TimeoutError())
