@@ -64,9 +64,10 @@ guards:
       rules:
         - deny: ["*delete*"]
 """
-# What a user gets with no guards section: every default guard and a synchronous receipt per call.
+# What a user gets with no guards section: every default guard and a crash_safe receipt per call.
 DEFAULTS = ""
-# The same guards with group-committed receipts (docs/evidence.md says what a crash can lose).
+# The same guards with receipts fsynced before each answer (group commit), and answered first.
+SYNC = "evidence: {durability: sync}\n"
 BATCHED = "evidence: {durability: batched}\n"
 
 
@@ -113,13 +114,14 @@ async def list_time(argv: list[str], env: dict[str, str], rounds: int = 20) -> f
     return statistics.median(times)
 
 
-PATHS = ("direct", "relay", "batched", "defaults")
+PATHS = ("direct", "relay", "batched", "defaults", "sync")
 LABELS = {
     "direct": "direct",
     "relay": "mcpward: relay + tool_filter, no evidence",
     "batched": "mcpward: default guards + batched receipts",
-    "defaults": "mcpward: default guards + sync receipts",
-    "baseline": "baseline src: default guards + sync",
+    "defaults": "mcpward defaults (crash_safe receipts)",
+    "sync": "mcpward: default guards + sync receipts",
+    "baseline": "baseline src: its defaults",
 }
 
 
@@ -148,6 +150,7 @@ async def main() -> None:
             "relay": gateway_argv(write_config(Path(tmp), "relay", TOOL_FILTER)),
             "batched": gateway_argv(write_config(Path(tmp), "batched", BATCHED)),
             "defaults": gateway_argv(write_config(Path(tmp), "defaults", DEFAULTS)),
+            "sync": gateway_argv(write_config(Path(tmp), "sync", SYNC)),
             "baseline": gateway_argv(write_config(Path(tmp), "baseline", DEFAULTS)),
         }
         per_round = args.calls // args.rounds

@@ -194,3 +194,25 @@ def test_stats_tail_checkpoint_rotate_and_schema(state: Path, tmp_path: Path) ->
         code, out = cli("schema", name)
         assert code == 0
         jsonschema.Draft202012Validator.check_schema(json.loads(out))
+
+
+def test_verify_and_stats_name_the_durability_level(tmp_path: Path) -> None:
+    import asyncio
+
+    from mcpward.evidence.recorder import build_recorder
+    from mcpward.evidence.settings import EvidenceSettings
+
+    from .records import decision
+
+    async def write() -> None:
+        rec = build_recorder(EvidenceSettings(durability="sync"), tmp_path)
+        await rec.record(decision(1))
+        await rec.close()
+
+    asyncio.run(write())
+    code, out = cli("ledger", "verify", "--state-dir", str(tmp_path))
+    assert code == 0 and "durability: sync from seq 0" in out
+    code, out = cli("stats", "--json", "--state-dir", str(tmp_path))
+    assert code == 0 and json.loads(out)["durability"] == [{"since_seq": 0, "level": "sync"}]
+    code, out = cli("stats", "--state-dir", str(tmp_path))
+    assert "receipts written with durability: sync from seq 0" in out

@@ -160,10 +160,13 @@ async def _send(proc: asyncio.subprocess.Process, message: dict[str, Any]) -> No
     await proc.stdin.drain()
 
 
+@pytest.mark.parametrize("durability", ["crash_safe", "sync"])
 async def test_kill_9_under_load_keeps_the_ledger_valid_and_every_answer_receipted(
-    tmp_path: Path,
+    tmp_path: Path, durability: str
 ) -> None:
-    config = config_for(tmp_path, checkpoint_every_entries=50)
+    """Both levels that wait for the ledger before answering: a killed gateway loses no receipt
+    of an answer it released (crash_safe: committed to the WAL; sync: also fsynced)."""
+    config = config_for(tmp_path, checkpoint_every_entries=50, durability=durability)
     proc = await asyncio.create_subprocess_exec(
         *gateway_argv(config),
         stdin=asyncio.subprocess.PIPE,

@@ -264,3 +264,54 @@ def test_receipt_times_are_when_the_call_arrived(tmp_path: Path) -> None:
     asyncio.run(run())
     (receipt,) = stored_receipts(EvidencePaths.resolve(tmp_path))
     assert receipt["time"] == "2023-11-14T22:13:20.500000Z"
+
+
+# ---- durability levels -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("level", ["sync", "crash_safe"])
+async def test_waiting_receipts_share_one_transaction(tmp_path: Path, level: str) -> None:
+    """N calls answered at the same moment pay for fewer than N commits (under sync each commit
+    is one fsync of the write-ahead log: group commit, as a database WAL does it)."""
+    rec = recorder(tmp_path, durability=level)
+    await rec.record(decision(0))  # the writer is running and idle
+    commits_before = rec.commits
+    await asyncio.gather(*(rec.record(decision(i)) for i in range(1, 65)))
+    assert rec.committed == 65
+    assert rec.commits - commits_before < 64
+    await rec.close()
+    assert verify_ledger(EvidencePaths.resolve(tmp_path)).state is LedgerState.OK
+
+
+async def test_crash_safe_fsyncs_the_log_on_its_timer(tmp_path: Path) -> None:
+    rec = recorder(tmp_path, durability="crash_safe", fsync_interval_ms=20)
+    paths = EvidencePaths.resolve(tmp_path)
+    await rec.record(decision(0))
+    # committed before record returned (another connection sees it), not yet fsynced
+    assert len(stored_receipts(paths)) == 1
+    synced = rec.ledger.store.wal_syncs  # type: ignore[attr-defined]
+    for _ in range(100):  # the timer fires within fsync_interval_ms of the commit
+        await asyncio.sleep(0.02)
+        if rec.ledger.store.wal_syncs > synced:  # type: ignore[attr-defined]
+            break
+    assert rec.ledger.store.wal_syncs > synced  # type: ignore[attr-defined]
+    idle = rec.ledger.store.wal_syncs  # type: ignore[attr-defined]
+    await asyncio.sleep(0.1)  # nothing new committed: nothing to fsync
+    assert rec.ledger.store.wal_syncs == idle  # type: ignore[attr-defined]
+    await rec.close()
+
+
+@pytest.mark.parametrize("levels", [("crash_safe",), ("batched", "sync", "sync", "crash_safe")])
+async def test_verify_and_stats_say_which_level_wrote_the_entries(
+    tmp_path: Path, levels: tuple[str, ...]
+) -> None:
+    for level in levels:
+        rec = recorder(tmp_path, durability=level)
+        await rec.record(decision(1))
+        await rec.close()
+    report = verify_ledger(EvidencePaths.resolve(tmp_path))
+    assert report.state is LedgerState.OK
+    spans = report.to_dict()["durability"]
+    expected = list(dict.fromkeys(levels)) if len(set(levels)) == len(levels) else None
+    assert [s["level"] for s in spans] == (expected or ["batched", "sync", "crash_safe"])
+    assert [s["since_seq"] for s in spans] == sorted(s["since_seq"] for s in spans)

@@ -110,6 +110,7 @@ def _print_report(report: VerifyReport, console: Console) -> None:
     if report.first_bad_seq is not None:
         console.print(f"  first bad sequence number: {report.first_bad_seq}", highlight=False)
     hmacs = "checked" if report.hmac_checked else "not checked"
+    console.print(f"  durability: {_durability_text(report.durability)}", highlight=False)
     console.print(
         f"  entries {report.entries}; valid checkpoints {report.checkpoints_valid}"
         f" (largest {report.checkpoint_size}); HMACs {hmacs}",
@@ -367,6 +368,7 @@ def register(app: typer.Typer) -> None:
         try:
             with read_snapshot(paths.ledger) as view:
                 stats = compute_stats(view.entries(since=start), start, now)
+                stats.durability = [(span.since_seq, span.level) for span in view.durability()]
         except (OSError, LedgerStoreError) as exc:
             raise _fail(str(exc)) from None
         if as_json:
@@ -412,6 +414,7 @@ def _print_stats(stats: Stats, console: Console) -> None:
         f"[bold]mcpward, last {round((stats.until - stats.since) / 86400, 1)} days[/bold]: "
         f"{stats.decisions} decisions, {stats.calls} calls"
     )
+    console.print(f"  receipts written with durability: {_durability_text(stats.durability)}")
     table = Table("decision", "count")
     for decision, count in stats.by_decision.most_common():
         table.add_row(decision, str(count))
@@ -431,3 +434,10 @@ def _print_stats(stats: Stats, console: Console) -> None:
     for name, values in stats.latency().items():
         shown = ", ".join(f"{k} {v if v is None else round(v, 3)}" for k, v in values.items())
         console.print(f"{name}: {shown}")
+
+
+def _durability_text(spans: list[tuple[int, str]]) -> str:
+    """ "crash_safe from seq 0, sync from seq 120", or that the ledger predates the record."""
+    if not spans:
+        return "not recorded (written before durability levels were recorded)"
+    return ", ".join(f"{level} from seq {seq}" for seq, level in spans)

@@ -157,6 +157,8 @@ def verify_ledger(
             keyring=keyring,
             origin=origin_for(ledger_id) if ledger_id else None,
         )
-        return verifier.verify(
+        report = verifier.verify(
             view.entries(), notes, receipts_dir=receipts_dir, receipts_since=receipts_since
         )
+        report.durability = [(span.since_seq, span.level) for span in view.durability()]
+        return report

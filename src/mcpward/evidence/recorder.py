@@ -1,7 +1,10 @@
 """The Recorder the relay calls for every decision: receipts into the ledger, checkpoints on time.
 
-sync: `record` returns once its receipt is committed (fsync), concurrent receipts group-committed.
-batched: `record` returns at once; a writer task commits groups (a crash loses the last group).
+crash_safe: `record` returns once its receipt is committed to the write-ahead log (no fsync); the
+  WAL is fsynced at least every `fsync_interval_ms`. sync: returns once committed with an fsync.
+  Either way the receipts waiting at one moment are committed together (one transaction, one
+  fsync under sync). batched: `record` returns at once; the writer commits groups in the
+  background (a crash loses the last group).
 """
 
 from __future__ import annotations
@@ -42,7 +45,11 @@ class LedgerRecorder:
         self.ledger = ledger
         self.settings = settings
         self._clock = clock
-        self._sync = settings.durability == "sync"
+        self._sync = settings.durability in ("sync", "crash_safe")  # the caller waits
+        self._fsync_interval = (
+            settings.fsync_interval_ms / 1000.0 if settings.durability == "crash_safe" else None
+        )
+        self._unsynced_since: float | None = None  # monotonic time of the oldest unsynced commit
         self._pending: list[tuple[PendingEntry, asyncio.Future[None] | None]] = []
         self._wake = asyncio.Event()
         self._drained = asyncio.Event()
@@ -55,6 +62,7 @@ class LedgerRecorder:
         self._since_checkpoint = ledger.head().size - (latest.size if latest else 0)
         self._last_checkpoint = clock()
         self.committed = 0
+        self.commits = 0  # transactions: under sync each is one fsync of the WAL
         self.checkpoints = 0
 
     # -- the Recorder port -------------------------------------------------------------------
@@ -100,6 +108,8 @@ class LedgerRecorder:
                     await self._writer  # its failure is already in self._failure
             if self._failure is None:
                 await asyncio.to_thread(self._checkpoint)
+                if self._unsynced_since is not None:
+                    await asyncio.to_thread(self.ledger.store.sync_wal)
         finally:
             self._closed = True
             await asyncio.to_thread(self.ledger.close)
@@ -134,10 +144,21 @@ class LedgerRecorder:
         self._drained.set()
 
     def _wait_timeout(self) -> float | None:
-        if self._since_checkpoint == 0:
-            return None
-        due = self._last_checkpoint + self.settings.checkpoint_every_seconds - self._clock()
-        return max(due, 0.0)
+        waits = []
+        if self._since_checkpoint:
+            due = self._last_checkpoint + self.settings.checkpoint_every_seconds - self._clock()
+            waits.append(max(due, 0.0))
+        if self._fsync_interval is not None and self._unsynced_since is not None:
+            due = self._unsynced_since + self._fsync_interval - time.monotonic()
+            waits.append(max(due, 0.0))
+        return min(waits) if waits else None
+
+    def _fsync_due(self) -> bool:
+        return (
+            self._fsync_interval is not None
+            and self._unsynced_since is not None
+            and time.monotonic() - self._unsynced_since >= self._fsync_interval
+        )
 
     async def _run(self) -> None:
         interval = self.settings.batch_interval_ms / 1000.0
@@ -162,7 +183,7 @@ class LedgerRecorder:
                 self._wake.clear()
             batch = self._pending[: self.settings.batch_max_entries]
             del self._pending[: len(batch)]
-            if batch or self._checkpoint_due():
+            if batch or self._checkpoint_due() or self._fsync_due():
                 await self._commit(batch)
             self._drained.set()
             if self._closing and not self._pending:
@@ -196,7 +217,13 @@ class LedgerRecorder:
         if entries:
             self.ledger.append(entries)
             self.committed += len(entries)
+            self.commits += 1
             self._since_checkpoint += len(entries)
+            if self._fsync_interval is not None and self._unsynced_since is None:
+                self._unsynced_since = time.monotonic()
+        if self._fsync_due():
+            self.ledger.store.sync_wal()
+            self._unsynced_since = None
         if self._checkpoint_due():
             try:
                 self._checkpoint()
@@ -265,4 +292,5 @@ def build_recorder(settings: EvidenceSettings, state_dir: Path) -> Recorder:
     paths = EvidencePaths.resolve(state_dir, settings.path)
     ledger = Ledger.open(paths, synchronous="FULL" if settings.durability == "sync" else "NORMAL")
     recover(ledger)
+    ledger.store.note_durability(settings.durability, time.time())
     return LedgerRecorder(ledger, settings)

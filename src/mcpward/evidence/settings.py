@@ -1,6 +1,7 @@
 """The `evidence:` section of the configuration and where the evidence files live in the state dir.
 
-Defaults: evidence on, `sync` durability, a checkpoint every 1000 entries or 300 s and at shutdown.
+Defaults: evidence on, `crash_safe` durability, a checkpoint every 1000 entries or 300 s and at
+shutdown.
 """
 
 from __future__ import annotations
@@ -11,6 +12,15 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+Durability = Literal["crash_safe", "sync", "batched"]
+# What each level can lose, in one line each (docs/evidence.md says it at length).
+DURABILITY_LOSS = {
+    "crash_safe": "a process kill loses nothing answered; a power cut loses at most "
+    "fsync_interval_ms of receipts",
+    "sync": "nothing answered, even on a power cut",
+    "batched": "a crash loses the receipts of up to batch_interval_ms of answered calls",
+}
+
 
 class EvidenceSettings(BaseModel):
     """Receipts, the ledger and its checkpoints."""
@@ -18,11 +28,20 @@ class EvidenceSettings(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     enabled: bool = Field(default=True, description="Write a receipt for every decision.")
-    durability: Literal["sync", "batched"] = Field(
-        default="sync",
-        description="sync: a receipt is committed before its response is released. batched: "
-        "receipts are group-committed in the background; a crash can lose the last batch "
+    durability: Durability = Field(
+        default="crash_safe",
+        description="crash_safe (default): a receipt is committed to the ledger's write-ahead "
+        "log before its response is released (a killed gateway loses none) and fsynced within "
+        "fsync_interval_ms (a power cut loses at most that window). sync: fsynced before the "
+        "response is released; receipts waiting together share one fsync. batched: receipts "
+        "are group-committed in the background; a crash can lose the last batch "
         "(see docs/evidence.md).",
+    )
+    fsync_interval_ms: float = Field(
+        default=50.0,
+        gt=0,
+        le=1_000,
+        description="crash_safe: longest a committed receipt waits for its fsync.",
     )
     checkpoint_every_entries: int = Field(
         default=1000, ge=1, le=10_000_000, description="Sign a checkpoint after this many entries."

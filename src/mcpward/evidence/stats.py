@@ -44,6 +44,7 @@ class Stats:
     redactions_by_reason: Counter[str] = field(default_factory=Counter)
     redactions_by_pattern: Counter[str] = field(default_factory=Counter)
     gateway_ms: list[float] = field(default_factory=list)
+    durability: list[tuple[int, str]] = field(default_factory=list)  # (since seq, level)
     upstream_ms: list[float] = field(default_factory=list)
 
     def latency(self) -> dict[str, dict[str, float | None]]:
@@ -71,6 +72,7 @@ class Stats:
             "redactions_by_reason": dict(self.redactions_by_reason),
             "redactions_by_pattern": dict(self.redactions_by_pattern),
             "latency": self.latency(),
+            "durability": [{"since_seq": seq, "level": level} for seq, level in self.durability],
         }
 
 

@@ -31,6 +31,15 @@ class StoredCheckpoint:
     note: str
 
 
+@dataclass(frozen=True, slots=True)
+class DurabilitySpan:
+    """Entries from `since_seq` on were written at this durability level."""
+
+    since_seq: int
+    level: str
+    noted_at: float
+
+
 class LedgerView(Protocol):
     """A consistent read snapshot: entries and checkpoints as of one moment."""
 
@@ -45,6 +54,8 @@ class LedgerView(Protocol):
     def last_entries(self, count: int) -> list[StoredEntry]: ...
 
     def checkpoints(self) -> list[StoredCheckpoint]: ...
+
+    def durability(self) -> list[DurabilitySpan]: ...
 
 
 class LedgerStore(Protocol):
@@ -65,5 +76,13 @@ class LedgerStore(Protocol):
         ...
 
     def reading(self) -> AbstractContextManager[LedgerView]: ...
+
+    def sync_wal(self) -> None:
+        """Make every committed entry durable against a power cut (fsync)."""
+        ...
+
+    def note_durability(self, level: str, noted_at: float) -> None:
+        """Record the level the entries from the current head on are written at."""
+        ...
 
     def close(self) -> None: ...

@@ -69,6 +69,8 @@ class VerifyReport:
     # entries after the last valid checkpoint (HMAC-checked only, if at all)
     uncheckpointed: int = 0
     receipt_files: ReceiptFilesReport | None = None
+    # which durability level wrote which entries: [(since_seq, level)], oldest first
+    durability: list[tuple[int, str]] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -88,6 +90,7 @@ class VerifyReport:
             "verified_through": self.verified_through,
             "uncheckpointed": self.uncheckpointed,
             "receipt_integrity": self.receipt_files.to_dict() if self.receipt_files else None,
+            "durability": [{"since_seq": seq, "level": level} for seq, level in self.durability],
         }
 
 

@@ -5,6 +5,7 @@ Triggers refuse UPDATE and DELETE: only a deliberate edit (verification catches 
 
 from __future__ import annotations
 
+import os
 import secrets
 import sqlite3
 from collections.abc import Callable, Iterator, Sequence
@@ -12,7 +13,7 @@ from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 
 from mcpward.evidence.chain import ChainHead, SealedEntry
-from mcpward.evidence.store import StoredCheckpoint, StoredEntry
+from mcpward.evidence.store import DurabilitySpan, StoredCheckpoint, StoredEntry
 from mcpward.store.sqlite import open_database, transaction
 
 SCHEMA_VERSION = "1"
@@ -35,6 +36,11 @@ CREATE TABLE IF NOT EXISTS ledger_checkpoints (
     size INTEGER NOT NULL,
     created_at REAL NOT NULL,
     note TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS ledger_durability (
+    since_seq INTEGER NOT NULL,
+    level TEXT NOT NULL,
+    noted_at REAL NOT NULL
 );
 CREATE TRIGGER IF NOT EXISTS ledger_entries_no_update BEFORE UPDATE ON ledger_entries
 BEGIN SELECT RAISE(ABORT, 'the ledger is append-only'); END;
@@ -96,6 +102,17 @@ class SqliteLedgerView:
         ).fetchall()
         return [StoredCheckpoint(int(size), float(at), str(note)) for size, at, note in rows]
 
+    def durability(self) -> list[DurabilitySpan]:
+        """Which durability level wrote the entries from which seq on (empty: not recorded,
+        a ledger written before levels were recorded)."""
+        try:
+            rows = self._conn.execute(
+                "SELECT since_seq, level, noted_at FROM ledger_durability ORDER BY rowid"
+            ).fetchall()
+        except sqlite3.OperationalError:
+            return []
+        return [DurabilitySpan(int(seq), str(level), float(at)) for seq, level, at in rows]
+
 
 class SqliteLedgerStore:
     """One ledger in one SQLite file. Several processes may write: they serialise on the DB lock."""
@@ -109,6 +126,11 @@ class SqliteLedgerStore:
         except sqlite3.DatabaseError as exc:
             raise LedgerStoreError(f"{path} is not a usable SQLite database: {exc}") from None
         self._ledger_id = self._init_schema()
+        # The chain head stays in memory between appends; PRAGMA data_version says when another
+        # connection (another process) has committed since, and only then is it read again.
+        self._head_cache: tuple[int, ChainHead] | None = None
+        self._wal_fd: int | None = None
+        self.wal_syncs = 0
 
     def _init_schema(self) -> str:
         conn = self._conn
@@ -150,15 +172,56 @@ class SqliteLedgerStore:
     def head(self) -> ChainHead:
         return self._head()
 
+    def _data_version(self) -> int:
+        return int(self._conn.execute("PRAGMA data_version").fetchone()[0])
+
+    def _cached_head(self) -> ChainHead:
+        """Inside the write transaction: the head, read from disk only if another connection
+        committed since our last append."""
+        version = self._data_version()
+        cached = self._head_cache
+        if cached is not None and cached[0] == version:
+            return cached[1]
+        return self._head()
+
     def append(self, build: Callable[[ChainHead], Sequence[SealedEntry]]) -> list[SealedEntry]:
         with transaction(self._conn):
-            sealed = list(build(self._head()))
+            sealed = list(build(self._cached_head()))
             self._conn.executemany(
                 "INSERT INTO ledger_entries (seq, body, entry_hash, hmac, recorded_at) "
                 "VALUES (?, ?, ?, ?, ?)",
                 [(e.seq, e.body, e.entry_hash, e.hmac, e.recorded_at) for e in sealed],
             )
+        if sealed:
+            last = sealed[-1]
+            head = ChainHead.after(last.seq + 1, last.entry_hash, last.body)
+            self._head_cache = (self._data_version(), head)
         return sealed
+
+    def sync_wal(self) -> None:
+        """fsync the write-ahead log: what is committed (synchronous=NORMAL) becomes durable
+        against a power cut. fsync is per file, so this fd flushes what the connection wrote."""
+        wal = self.path.with_name(self.path.name + "-wal")
+        if self._wal_fd is None:
+            try:
+                self._wal_fd = os.open(wal, os.O_RDONLY)
+            except FileNotFoundError:
+                return  # nothing written since the last checkpoint truncated it
+        os.fsync(self._wal_fd)
+        self.wal_syncs += 1
+
+    def note_durability(self, level: str, noted_at: float) -> None:
+        """Record the durability level entries from the current head on are written with."""
+        with transaction(self._conn):
+            row = self._conn.execute(
+                "SELECT level FROM ledger_durability ORDER BY rowid DESC LIMIT 1"
+            ).fetchone()
+            if row is not None and row[0] == level:
+                return
+            self._conn.execute(
+                "INSERT INTO ledger_durability (since_seq, level, noted_at) VALUES (?, ?, ?)",
+                (self._head().size, level, noted_at),
+            )
 
     def add_checkpoint(
         self, sign: Callable[[int, bytes], str], created_at: float
@@ -183,6 +246,9 @@ class SqliteLedgerStore:
         return read_snapshot(self.path)
 
     def close(self) -> None:
+        if self._wal_fd is not None:
+            os.close(self._wal_fd)
+            self._wal_fd = None
         self._conn.close()
 
 
