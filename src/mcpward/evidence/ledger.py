@@ -63,6 +63,10 @@ class Ledger:
             return []
         return self.store.append(lambda head: seal(head, pending, self.keyring))
 
+    def append_nowait(self, pending: Sequence[PendingEntry]) -> list[SealedEntry] | None:
+        """Seal and append at once, or None if another process holds the write lock."""
+        return self.store.append_nowait(lambda head: seal(head, pending, self.keyring))
+
     def rotate_key(self, now: float | None = None) -> KeyRotation:
         """Create a new HMAC key and record the rotation as an entry sealed with the old key.
 

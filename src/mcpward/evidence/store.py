@@ -77,6 +77,12 @@ class LedgerStore(Protocol):
 
     def reading(self) -> AbstractContextManager[LedgerView]: ...
 
+    def append_nowait(
+        self, build: Callable[[ChainHead], Sequence[SealedEntry]]
+    ) -> list[SealedEntry] | None:
+        """`append` without waiting for a lock another writer holds (None: try later)."""
+        ...
+
     def sync_wal(self) -> None:
         """Make every committed entry durable against a power cut (fsync)."""
         ...

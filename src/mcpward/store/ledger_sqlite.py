@@ -192,10 +192,43 @@ class SqliteLedgerStore:
                 "VALUES (?, ?, ?, ?, ?)",
                 [(e.seq, e.body, e.entry_hash, e.hmac, e.recorded_at) for e in sealed],
             )
+        self._remember_head(sealed)
+        return sealed
+
+    def _remember_head(self, sealed: list[SealedEntry]) -> None:
         if sealed:
             last = sealed[-1]
             head = ChainHead.after(last.seq + 1, last.entry_hash, last.body)
             self._head_cache = (self._data_version(), head)
+
+    def append_nowait(
+        self, build: Callable[[ChainHead], Sequence[SealedEntry]]
+    ) -> list[SealedEntry] | None:
+        """`append`, but None at once instead of waiting when another process holds the write
+        lock (so the caller can commit on the event loop and never block it on a lock)."""
+        conn = self._conn
+        conn.execute("PRAGMA busy_timeout=0")
+        try:
+            try:
+                conn.execute("BEGIN IMMEDIATE")
+            except sqlite3.OperationalError as exc:
+                if "locked" in str(exc) or "busy" in str(exc):
+                    return None
+                raise
+            try:
+                sealed = list(build(self._cached_head()))
+                conn.executemany(
+                    "INSERT INTO ledger_entries (seq, body, entry_hash, hmac, recorded_at) "
+                    "VALUES (?, ?, ?, ?, ?)",
+                    [(e.seq, e.body, e.entry_hash, e.hmac, e.recorded_at) for e in sealed],
+                )
+                conn.execute("COMMIT")
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+        finally:
+            conn.execute("PRAGMA busy_timeout=10000")
+        self._remember_head(sealed)
         return sealed
 
     def sync_wal(self) -> None:
