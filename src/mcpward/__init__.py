@@ -4,3 +4,14 @@ Pins tool contracts, runs a guard pipeline on every message, and records a tampe
 """
 
 __version__ = "0.1.0"
+
+
+def __getattr__(name: str) -> object:
+    """`from mcpward import guarded` (and the library's exceptions), imported on first use so
+    `import mcpward` stays light for the CLI."""
+    import importlib
+
+    library = importlib.import_module("mcpward.library")
+    if name in library.__all__:
+        return getattr(library, name)
+    raise AttributeError(f"module 'mcpward' has no attribute {name!r}")

@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 
 from mcpward.config.loader import LoadedConfig
@@ -25,8 +25,12 @@ from mcpward.relay.shared import SessionServices
 from mcpward.store.paths import resolve_state_dir
 from mcpward.transport.connectors import make_connection
 from mcpward.transport.egress.client import egress_http_client
+from mcpward.transport.upstream import UpstreamConnection
 
 log = logging.getLogger("mcpward.gateway")
+
+
+ConnectionFactory = Callable[[], UpstreamConnection]
 
 
 class GatewayStartError(Exception):
@@ -37,9 +41,15 @@ class Gateway:
     """What all sessions share: the pipeline, the catalog, the recorder, the upstream specs."""
 
     def __init__(
-        self, loaded: LoadedConfig, state_dir: Path, recorder: Recorder | None = None
+        self,
+        loaded: LoadedConfig,
+        state_dir: Path,
+        recorder: Recorder | None = None,
+        connections: Mapping[str, ConnectionFactory] | None = None,
     ) -> None:
         config = loaded.config
+        # Upstreams reached in-process (the library wrapper) instead of by their config entry.
+        self._connections = dict(connections or {})
         self.loaded = loaded
         self.config = config
         self.settings = config.gateway
@@ -52,9 +62,7 @@ class Gateway:
         self.pipeline = Pipeline(loaded.build_guards(), mode=self.settings.mode)
         self.catalog = Catalog(self.upstream_ids)
         self.recorder: Recorder = recorder or NullRecorder()
-        self.identities = {
-            u.id: make_connection(u, self.settings).identity_digest for u in config.upstreams
-        }
+        self.identities = {u.id: self._connect(u.id).identity_digest for u in config.upstreams}
         self.sessions: set[Session] = set()
         self.session_services = SessionServices(
             pipeline=self.pipeline,
@@ -68,12 +76,17 @@ class Gateway:
         self._relister: asyncio.Task[None] | None = None
 
     @classmethod
-    async def start(cls, loaded: LoadedConfig, recorder: Recorder | None = None) -> Gateway:
+    async def start(
+        cls,
+        loaded: LoadedConfig,
+        recorder: Recorder | None = None,
+        connections: Mapping[str, ConnectionFactory] | None = None,
+    ) -> Gateway:
         """Assemble the gateway and attach every guard. Upstreams start with the first session."""
         state_dir = resolve_state_dir(loaded.config.state_dir)
         if recorder is None:
             recorder = build_recorder(loaded.config.evidence, state_dir)
-        gateway = cls(loaded, state_dir, recorder)
+        gateway = cls(loaded, state_dir, recorder, connections)
         services = GatewayServices(
             state_dir=state_dir,
             catalog=gateway.catalog,
@@ -100,13 +113,19 @@ class Gateway:
     ) -> UpstreamLink:
         spec = self.specs[upstream_id]
         return UpstreamLink(
-            make_connection(spec, self.settings),
+            self._connect(upstream_id),
             spec.restart,
             self.settings.request_timeout_s,
             self.settings.connect_timeout_s,
             on_message,
             on_state,
         )
+
+    def _connect(self, upstream_id: str) -> UpstreamConnection:
+        factory = self._connections.get(upstream_id)
+        if factory is not None:
+            return factory()
+        return make_connection(self.specs[upstream_id], self.settings)
 
     async def open_session(
         self,
