@@ -14,8 +14,10 @@ from typing import Any
 import pytest
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
+from typer.testing import CliRunner
 
 from mcpward import CallDenied, ContractHeld, guarded
+from mcpward.cli.main import app
 from mcpward.evidence.ledger import verify_ledger
 from mcpward.evidence.settings import EvidencePaths
 from mcpward.evidence.vocabulary import LedgerState
@@ -97,7 +99,25 @@ async def test_a_drifted_contract_is_held_on_the_first_call_without_a_list(tmp_p
         assert held.value.data["guard"] == "rug_pull"
         assert "description-only" in held.value.data["change_kinds"]
         assert "pins accept bank transfer" in held.value.data["accept"]
+        origin = held.value.data["provenance"]  # where the verdict comes from
+        assert origin["pin"]["how"] == "tofu" and origin["posture"] == "guard"
+        assert origin["server_identity"]["digest"]
+        assert "not a verdict that the tool is unsafe" in origin["meaning"]
     assert served(log) == [0]  # the drifted process never received the call
+    # A person reviews and accepts; the next session's call passes, and its receipt says so.
+    accepted = CliRunner().invoke(
+        app, ["pins", "accept", "bank", "transfer", "--by", "alice", "--state-dir", str(state)]
+    )
+    assert accepted.exit_code == 0, accepted.output
+    async with (
+        sdk_session(sys.executable, *args) as session,
+        guarded(session, upstream_id="bank", config=config(state)) as gs,
+    ):
+        assert not (await gs.call_tool("transfer", {"amount": -4})).is_error
+    assert served(log) == [0, 1]
+    last = [r for r in receipts(state) if r["method"] == "tools/call"][-1]
+    gate = next(g for g in last["guards"] if g["id"] == "rug_pull")
+    assert last["decision"] == "allow" and gate["evidence"]["pinned"].startswith("accept by alice")
 
 
 async def test_a_guard_denial_raises_call_denied(tmp_path: Path) -> None:

@@ -6,6 +6,7 @@ Thin wiring over `contracts.review`, `contracts.snapshot_file` and the SQLite pi
 from __future__ import annotations
 
 import asyncio
+import getpass
 import json
 import sys
 import time
@@ -22,6 +23,7 @@ from mcpward.contracts.extract import contract_hash
 from mcpward.contracts.holds import Commands
 from mcpward.contracts.model import ItemKind
 from mcpward.contracts.postures import Posture, PostureTable
+from mcpward.contracts.provenance import HOLD_MEANING
 from mcpward.contracts.render import (
     hold_diff_view,
     holds_table,
@@ -236,14 +238,19 @@ def register(app: typer.Typer) -> None:
         every: Annotated[
             bool, typer.Option("--all", help="Accept every hold of the upstream.")
         ] = False,
+        by: Annotated[
+            str | None,
+            typer.Option("--by", help="Who accepts (recorded with the pin; default: OS user)."),
+        ] = None,
         state_dir: StateDir = None,
         config: ConfigFile = None,
     ) -> None:
         """Re-pin held contracts after review; the next call proceeds."""
         store = _open(state_dir, config)
+        who = sanitize_text(by or getpass.getuser(), 64)
         try:
             accepted = accept(
-                store, upstream, name=name, kind=_kind(kind), hash_=hash_, every=every
+                store, upstream, name=name, kind=_kind(kind), hash_=hash_, every=every, by=who
             )
         except ReviewError as exc:
             raise _fail(str(exc)) from None
@@ -363,7 +370,19 @@ def register(app: typer.Typer) -> None:
         out.print(holds_table(current))
         commands = _commands(store)
         for hold in current:
+            origin = hold.extra.get("provenance")
+            if isinstance(origin, dict):
+                pin = origin.get("pin") or {}
+                out.print(
+                    Text(
+                        f"  {hold.kind.value} {sanitize_text(hold.name, 80)}: pinned "
+                        f"{pin.get('how', 'never')} {pin.get('at', '')}; server identity "
+                        f"{origin.get('server_identity') or 'unknown'}; posture "
+                        f"{origin.get('posture')}"
+                    )
+                )
             out.print(Text(f"  review: {commands.review(hold)}\n  accept: {commands.accept(hold)}"))
+        out.print(Text(HOLD_MEANING, style="dim"))
 
     @app.command("diff")
     def diff_files(

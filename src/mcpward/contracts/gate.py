@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from mcpward.contracts.classify import classify_item
 from mcpward.contracts.extract import DEEP_PREFIX, ContractMap, HashCache
@@ -17,6 +18,7 @@ from mcpward.contracts.holds import Commands, hold_banner
 from mcpward.contracts.markers import MarkerScan
 from mcpward.contracts.model import INSTRUCTIONS, WHOLE_UPSTREAM, HoldRecord, ItemKind, Pin, Verdict
 from mcpward.contracts.postures import Posture, PostureTable
+from mcpward.contracts.provenance import provenance
 from mcpward.contracts.store import Key, PinStore
 from mcpward.contracts.taxonomy import Change, ChangeKind
 from mcpward.protocol.uri_template import template_regex
@@ -86,8 +88,10 @@ class Gate:
         *,
         markers: MarkerScan | None = None,
         clock: Callable[[], float] = time.time,
+        identities: Mapping[str, Any] | None = None,
     ) -> None:
         self.store = store
+        self.identities = dict(identities or {})  # upstream id -> what identifies the server
         self.markers = markers
         self.table_for = table_for
         self.commands = commands
@@ -278,7 +282,12 @@ class Gate:
                 last_seen=now,
                 new_contract=contract,
                 enforced=decision.verdict.holds,
-                extra={"holding_kinds": list(decision.holding)},
+                extra={
+                    "holding_kinds": list(decision.holding),
+                    "provenance": provenance(
+                        pin, self.identities.get(st.upstream), table.posture.value
+                    ),
+                },
             )
             put_holds.append(record)
             obs.new_holds.append(record)
@@ -479,6 +488,10 @@ class Gate:
             for k, h in st.holds.items()
             if k[0] is kind and h.enforced and h.reason != "removed"
         }
+
+    def pin(self, upstream: str, kind: ItemKind, name: str) -> Pin | None:
+        st = self._states.get(upstream)
+        return st.pins.get((kind, name)) if st is not None else None
 
     def holds(self, upstream: str) -> list[HoldRecord]:
         st = self._states.get(upstream)

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from mcpward.contracts.model import INSTRUCTIONS, WHOLE_UPSTREAM, HoldRecord, ItemKind
+from mcpward.contracts.provenance import HOLD_MEANING
 from mcpward.contracts.sanitize import is_plain_name, sanitize_text
 
 MAX_CHANGES_IN_DATA = 20
@@ -138,6 +139,8 @@ def hold_details(hold: HoldRecord, commands: Commands) -> dict[str, Any]:
         details["changes_truncated"] = len(hold.changes) - MAX_CHANGES_IN_DATA
     if hold.reason == "tampered":
         details["problem"] = sanitize_text(hold.extra.get("problem", ""), 300)
+    origin = hold.extra.get("provenance")
+    details["provenance"] = origin if isinstance(origin, dict) else {"meaning": HOLD_MEANING}
     return details
 
 

@@ -81,8 +81,10 @@ def accept(
     kind: ItemKind = ItemKind.TOOL,
     hash_: str | None = None,
     every: bool = False,
+    by: str | None = None,
 ) -> list[HoldRecord]:
-    """Re-pin the held contracts (exactly as they were classified). Returns what was accepted."""
+    """Re-pin the held contracts (exactly as they were classified), recording who accepted
+    them (`by`). Returns what was accepted."""
     if name is None and hash_ is None and not every and kind is ItemKind.TOOL:
         raise ReviewError("name a tool, give --hash, or pass --all")
     loaded = store.load(upstream)
@@ -109,7 +111,15 @@ def accept(
                 f"the held contract of {hold.kind.value} {hold.name!r} does not match its hash"
             )
         puts.append(
-            Pin(upstream, hold.kind, hold.name, hold.new_hash, hold.new_contract, now, "accept")
+            Pin(
+                upstream,
+                hold.kind,
+                hold.name,
+                hold.new_hash,
+                hold.new_contract,
+                now,
+                f"accept by {by}" if by else "accept",
+            )
         )
     store.write(upstream, put=puts, delete=deletes, delete_holds=[h.key for h in chosen])
     return chosen

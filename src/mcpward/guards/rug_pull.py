@@ -20,6 +20,7 @@ from mcpward.contracts.holds import Commands, hold_code, hold_details, hold_mess
 from mcpward.contracts.markers import MarkerScan
 from mcpward.contracts.model import HoldRecord, ItemKind, Verdict
 from mcpward.contracts.postures import Posture, PostureTable
+from mcpward.contracts.provenance import pin_origin
 from mcpward.contracts.sanitize import sanitize_text
 from mcpward.contracts.taxonomy import ChangeKind
 from mcpward.guards.detection.scanner import NAME_RULES, ContentScanner
@@ -159,6 +160,12 @@ def _snapshot_view(snap: UpstreamSnapshot) -> tuple[ContractMap, list[ItemKind]]
     return contracts, complete
 
 
+def _pinned_text(hold: HoldRecord) -> str | None:
+    origin = hold.extra.get("provenance")
+    pin = origin.get("pin") if isinstance(origin, dict) else None
+    return f"{pin['how']} {pin['at']}" if isinstance(pin, dict) else None
+
+
 class CatalogContracts:
     """`LiveContracts` over the gateway catalog, for a guard used without a relay session."""
 
@@ -193,6 +200,8 @@ class RugPullGuard(Guard):
         self._catalog: CatalogView | None = None
         self._store: SqlitePinStore | None = None
         self._relist: asyncio.Task[None] | None = None
+        self._identities: dict[str, Any] = {}
+        self._evidence_cache: dict[tuple[Any, ...], dict[str, Any]] = {}
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -204,8 +213,15 @@ class RugPullGuard(Guard):
 
     async def attach(self, services: GatewayServices) -> None:
         self._store = SqlitePinStore(services.state_dir)
+        self._identities = dict(services.upstream_provenance or services.upstream_identities)
         commands = Commands(("--state-dir", str(services.state_dir)))
-        self._gate = Gate(self._store, self.table_for, commands, markers=marker_scan())
+        self._gate = Gate(
+            self._store,
+            self.table_for,
+            commands,
+            markers=marker_scan(),
+            identities=services.upstream_provenance or services.upstream_identities,
+        )
         self._catalog = services.catalog
         services.catalog.subscribe(self._on_snapshot)
         for upstream in services.catalog.upstream_ids():
@@ -365,7 +381,9 @@ class RugPullGuard(Guard):
             result = gate.check_connection(upstream, view, kind, name)  # accepted meanwhile?
         if result is None:
             live_hash = view.hashes.get((kind, name))
-            return Allow(evidence={"contract_hash": live_hash}) if live_hash else _ALLOW
+            if live_hash is None:
+                return _ALLOW
+            return Allow(evidence=self._proceed_evidence(upstream, kind, name, live_hash))
         if isinstance(result, HoldRecord):
             return self._hold(result)
         posture = self.table_for(upstream).posture
@@ -381,6 +399,26 @@ class RugPullGuard(Guard):
             "does not list it on this connection (and it has no pin)",
             details={"item_kind": kind.value, "item": item, "upstream": upstream},
         )
+
+    def _proceed_evidence(
+        self, upstream: str, kind: ItemKind, name: str, live_hash: str
+    ) -> dict[str, Any]:
+        """What a PROCEED receipt says it was judged against (cached per pin: the hot path)."""
+        pin = self._require().pin(upstream, kind, name)
+        key = (upstream, kind, name, live_hash, pin.pinned_at if pin else None)
+        cached = self._evidence_cache.get(key)
+        if cached is None:
+            origin = pin_origin(pin)
+            cached = {
+                "contract_hash": live_hash,
+                "pinned": f"{origin['how']} {origin['at']}" if origin else None,
+                "server_identity": self._identities.get(upstream),
+                "posture": self.table_for(upstream).posture.value,
+            }
+            if len(self._evidence_cache) > 10_000:
+                self._evidence_cache.clear()
+            self._evidence_cache[key] = cached
+        return cached
 
     def _check_templates(self, upstream: str, view: ConnectionView, uri: str) -> CheckResult:
         """Resources are often dynamic: a URI that is not listed passes unless a template that
@@ -418,5 +456,7 @@ class RugPullGuard(Guard):
                 "old_hash": hold.old_hash,
                 "new_hash": hold.new_hash,
                 "posture": hold.posture,
+                "pinned": _pinned_text(hold),
+                "server_identity": self._identities.get(hold.upstream),
             },
         )

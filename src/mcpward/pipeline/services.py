@@ -88,4 +88,6 @@ class GatewayServices:
     state_dir: Path
     catalog: CatalogView
     upstream_identities: Mapping[str, str] = field(default_factory=dict)  # id -> identity digest
+    # id -> {"digest": identity digest, "executable_sha256": hash of a stdio server's binary}
+    upstream_provenance: Mapping[str, Mapping[str, str | None]] = field(default_factory=dict)
     http_client: HttpClientFactory = no_http_client

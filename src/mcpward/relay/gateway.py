@@ -62,7 +62,13 @@ class Gateway:
         self.pipeline = Pipeline(loaded.build_guards(), mode=self.settings.mode)
         self.catalog = Catalog(self.upstream_ids)
         self.recorder: Recorder = recorder or NullRecorder()
-        self.identities = {u.id: self._connect(u.id).identity_digest for u in config.upstreams}
+        probes = {u.id: self._connect(u.id) for u in config.upstreams}  # never started
+        self.identities = {uid: c.identity_digest for uid, c in probes.items()}
+        # what a verdict's provenance names: the identity digest, and the executable's hash
+        self.provenance = {
+            uid: {"digest": c.identity_digest, "executable_sha256": _executable(c)}
+            for uid, c in probes.items()
+        }
         self.sessions: set[Session] = set()
         self.session_services = SessionServices(
             pipeline=self.pipeline,
@@ -91,6 +97,7 @@ class Gateway:
             state_dir=state_dir,
             catalog=gateway.catalog,
             upstream_identities=dict(gateway.identities),
+            upstream_provenance=dict(gateway.provenance),
             http_client=egress_http_client,
         )
         for guard in gateway.pipeline.guards:
@@ -156,3 +163,8 @@ class Gateway:
             await self.close_session(session)
         await self.pipeline.close()
         await self.recorder.close()
+
+
+def _executable(connection: UpstreamConnection) -> str | None:
+    digest = getattr(connection, "executable_sha256", None)
+    return digest if isinstance(digest, str) else None

@@ -7,8 +7,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
 import logging
 import os
+import shutil
 import signal
 import sys
 from pathlib import Path
@@ -58,6 +60,11 @@ class StdioUpstreamConnection(UpstreamConnection):
     @property
     def identity_digest(self) -> str:
         return self._digest
+
+    @property
+    def executable_sha256(self) -> str | None:
+        """SHA-256 of the file the command resolves to on PATH, where it can be read."""
+        return executable_digest(self.spec.command)
 
     @property
     def pid(self) -> int | None:
@@ -189,3 +196,29 @@ class StdioUpstreamConnection(UpstreamConnection):
 def _signal_group(pgid: int, sig: signal.Signals) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pgid, sig)
+
+
+_EXECUTABLES: dict[tuple[str, int, int], str | None] = {}
+MAX_EXECUTABLE_BYTES = 512 * 1024 * 1024
+
+
+def executable_digest(command: str) -> str | None:
+    """SHA-256 of the resolved executable (cached by path, size and mtime); None if unreadable."""
+    found = shutil.which(command)
+    if found is None:
+        return None
+    try:
+        info = os.stat(found)
+    except OSError:
+        return None
+    key = (os.path.realpath(found), info.st_size, info.st_mtime_ns)
+    if key not in _EXECUTABLES:
+        digest: str | None = None
+        if info.st_size <= MAX_EXECUTABLE_BYTES:
+            try:
+                with open(key[0], "rb") as handle:
+                    digest = hashlib.file_digest(handle, "sha256").hexdigest()
+            except OSError:
+                digest = None
+        _EXECUTABLES[key] = digest
+    return _EXECUTABLES[key]
