@@ -3,7 +3,8 @@ mcpward's HTTP front to the same upstream, in one run, with 1, 8 and 32 concurre
 
     .venv/bin/python benchmarks/http_front.py [--seconds 5] [--era legacy|2026-07-28]
                                               [--guards default|none] [--clients 1,8,32]
-                                              [--evidence sync|batched|off] [--upstream sdk|raw]
+                                              [--evidence crash_safe|sync|batched|off]
+                                              [--upstream sdk|raw]
 
 The upstream is tests/fixtures/conformance_server.py (mcp SDK, Streamable HTTP, on httptools),
 or with `--upstream raw` benchmarks/raw_http_upstream.py (raw ASGI, almost free: what is left is
@@ -230,7 +231,10 @@ async def main() -> None:
     parser.add_argument("--era", default="legacy", choices=["legacy", "2026-07-28"])
     parser.add_argument("--guards", default="default", choices=["default", "none"])
     parser.add_argument(
-        "--evidence", default="sync", choices=["sync", "batched", "off"], help="receipt durability"
+        "--evidence",
+        default="crash_safe",
+        choices=["crash_safe", "sync", "batched", "off"],
+        help="receipt durability (crash_safe: the default)",
     )
     parser.add_argument("--clients", default="1,8,32")
     parser.add_argument("--upstream", default="sdk", choices=sorted(UPSTREAMS))
