@@ -25,6 +25,7 @@ COMMANDS = {
     "diff": "mcpward.cli.pins",
     "snapshot": "mcpward.cli.pins",
     "scan": "mcpward.cli.scan",
+    "screen": "mcpward.cli.screen",
     "redact": "mcpward.cli.scan",
     "eval": "mcpward.cli.scan",
     "token": "mcpward.cli.token_cmd",
