@@ -19,6 +19,12 @@ FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 MCPWARD = [sys.executable, "-m", "mcpward.cli.main", "screen"]
 
 
+@pytest.fixture(autouse=True)
+def _own_state(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Screens record their verdicts in the state dir: never the user's."""
+    monkeypatch.setenv("MCPWARD_STATE_DIR", str(tmp_path / "default-state"))
+
+
 def screen(*args: str) -> tuple[int, dict[str, object]]:
     done = subprocess.run(
         [*MCPWARD, "--json", *args], capture_output=True, text=True, timeout=120, check=False
@@ -110,3 +116,39 @@ async def test_a_screened_baseline_holds_the_first_drifted_call(tmp_path: Path) 
             with pytest.raises(ContractHeld) as held:
                 await gs.call_tool("transfer", {"amount": 1})
     assert held.value.data["provenance"]["pin"]["how"] == "screen"
+
+
+def verdicts(*args: str) -> subprocess.CompletedProcess[str]:
+    command = [sys.executable, "-m", "mcpward.cli.main", "verdicts", *args]
+    return subprocess.run(command, capture_output=True, text=True, timeout=60, check=False)
+
+
+def test_signed_verdicts_round_trip_and_a_tampered_file_is_refused(tmp_path: Path) -> None:
+    """Operator A screens a server as DENY (its id imitates an allowed one) and exports; operator
+    B imports with A's key, and B's own screen of the very same contracts, clean on B's side, is
+    raised to DENY. A file altered after signing, or checked against another key, is refused and
+    nothing is imported."""
+    a_state, b_state, other = tmp_path / "a", tmp_path / "b", tmp_path / "other"
+    server = drift_command(tmp_path)
+    code, _ = screen(
+        "--id", "banc", "--allowed", "bank", "--state-dir", str(a_state), "--", *server
+    )
+    assert code == 2
+    exported = tmp_path / "verdicts.note"
+    assert verdicts("export", "-o", str(exported), "--state-dir", str(a_state)).returncode == 0
+    a_key = a_state / "evidence" / "signing.pub"
+    assert verdicts("export", "-o", str(tmp_path / "x"), "--state-dir", str(other)).returncode == 0
+    other_key = other / "evidence" / "signing.pub"
+
+    tampered = tmp_path / "tampered.note"
+    tampered.write_text(exported.read_text().replace('"DENY"', '"ALLOW"'))
+    for bad, key in ((tampered, a_key), (exported, other_key)):
+        refused = verdicts("import", str(bad), "--trust", str(key), "--state-dir", str(b_state))
+        assert refused.returncode == 4 and "refused" in refused.stderr
+    assert not (b_state / "verdicts.jsonl").exists()
+
+    done = verdicts("import", str(exported), "--trust", str(a_key), "--state-dir", str(b_state))
+    assert done.returncode == 0 and "imported 1 verdict" in done.stdout, done.stderr
+    code, report = screen("--id", "bank", "--state-dir", str(b_state), "--", *server)
+    assert (code, report["verdict"]) == (2, "DENY"), report  # raised by the shared verdict
+    assert any("shared verdict" in str(r) for r in report["reasons"])  # type: ignore[union-attr]

@@ -26,6 +26,7 @@ COMMANDS = {
     "snapshot": "mcpward.cli.pins",
     "scan": "mcpward.cli.scan",
     "screen": "mcpward.cli.screen",
+    "verdicts": "mcpward.cli.verdicts",
     "redact": "mcpward.cli.scan",
     "eval": "mcpward.cli.scan",
     "token": "mcpward.cli.token_cmd",

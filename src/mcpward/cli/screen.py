@@ -123,6 +123,30 @@ def pin_screened(state_dir: Path, upstream_id: str, snap: Snapshot) -> int:
         store.close()
 
 
+def _contract_hashes(snap: Snapshot) -> dict[str, str]:
+    from mcpward.contracts.extract import contract_hash
+
+    return {
+        f"{kind.value}:{name}": contract_hash(c) for (kind, name), c in snap.contracts().items()
+    }
+
+
+def _shared_verdicts(report: ScreenReport, snap: Snapshot, state_dir: Path) -> None:
+    """Record this screen locally; a stricter verdict imported from a trusted operator on the
+    same contracts raises it (never lowers it)."""
+    from mcpward.contracts.verdicts import STRICTNESS, SharedVerdict, VerdictStore
+
+    store = VerdictStore(state_dir)
+    hashes = _contract_hashes(snap)
+    shared = store.strictest(hashes)
+    if shared is not None and STRICTNESS[shared.verdict] > STRICTNESS[report.verdict.value]:
+        report.verdict = ScreenVerdict(shared.verdict)
+        report.reasons.append(f"a shared verdict on these exact contracts says {shared.verdict} "
+                              f"({shared.source}, {shared.screened_at})")  # fmt: skip
+    stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    store.add([SharedVerdict(report.upstream, hashes, report.verdict.value, stamp)])
+
+
 def _refuse(message: str) -> int:
     Console(stderr=True).print(Text(message, style="red"))
     return 4
@@ -193,11 +217,14 @@ def register(app: typer.Typer) -> None:
         report, snap, isolation = screen_server(
             upstream_id, list(command or []), url, allowed_ids, list(allow_private or []), timeout
         )
+        from mcpward.store.paths import resolve_state_dir
+
+        directory = directory or resolve_state_dir(None)
+        if snap is not None:
+            _shared_verdicts(report, snap, directory)
         pinned = None
         if pin and snap is not None and report.verdict is not ScreenVerdict.UNVERIFIED:
-            from mcpward.store.paths import resolve_state_dir
-
-            pinned = pin_screened(directory or resolve_state_dir(None), upstream_id, snap)
+            pinned = pin_screened(directory, upstream_id, snap)
         if as_json:
             body = {**report.to_json(), "network": isolation, "pinned": pinned}
             typer.echo(json.dumps(body, indent=2, ensure_ascii=False))
@@ -206,3 +233,54 @@ def register(app: typer.Typer) -> None:
             if pinned is not None:
                 out.print(Text(f"  pinned {pinned} contract(s) as reviewed (source: screen)"))
         raise typer.Exit(report.exit_code)
+
+
+def register_verdicts(app: typer.Typer) -> None:
+    verdicts = typer.Typer(help="Screen verdicts: export them signed, import others' (checked).")
+    app.add_typer(verdicts, name="verdicts")
+
+    @verdicts.command("export")
+    def export(
+        output: Annotated[
+            Path | None, typer.Option("-o", "--output", help="File (default: stdout).")
+        ] = None,
+        state_dir: Annotated[Path | None, typer.Option("--state-dir")] = None,
+    ) -> None:
+        """This operator's screen verdicts, signed with the state dir's Ed25519 key."""
+        from mcpward.contracts.verdicts import VerdictStore, export_note
+        from mcpward.evidence.keyring import load_or_create_signer
+        from mcpward.evidence.settings import EvidencePaths
+        from mcpward.store.paths import resolve_state_dir
+
+        directory = state_dir or resolve_state_dir(None)
+        local = [v for v in VerdictStore(directory).all() if v.source == "local"]
+        paths = EvidencePaths.resolve(directory)
+        note = export_note(local, load_or_create_signer(paths.keys, paths.public_key))
+        if output is None:
+            typer.echo(note, nl=False)
+        else:
+            output.write_text(note, encoding="utf-8")
+            out.print(Text(f"wrote {len(local)} verdict(s) to {output}; "
+                           f"their verifier key is {paths.public_key}"))  # fmt: skip
+
+    @verdicts.command("import")
+    def import_(
+        source: Annotated[Path, typer.Argument(help="A file from `mcpward verdicts export`.")],
+        trust: Annotated[
+            list[Path], typer.Option("--trust", help="The exporter's public key file; repeat.")
+        ],
+        state_dir: Annotated[Path | None, typer.Option("--state-dir")] = None,
+    ) -> None:
+        """Import verdicts signed by a trusted key. They can make a later screen stricter, never
+        laxer, and they never change a pin or a HOLD."""
+        from mcpward.contracts.verdicts import VerdictFileError, VerdictStore, import_note
+        from mcpward.evidence.keyring import read_verifier_keys
+        from mcpward.store.paths import resolve_state_dir
+
+        try:
+            keys = [k for path in trust for k in read_verifier_keys(path)]
+            found = import_note(source.read_text(encoding="utf-8"), keys)
+        except (OSError, ValueError, VerdictFileError) as exc:
+            raise typer.Exit(_refuse(f"refused {source}: {exc}")) from None
+        added = VerdictStore(state_dir or resolve_state_dir(None)).add(found)
+        out.print(Text(f"imported {added} verdict(s) from {source}"))
