@@ -46,6 +46,8 @@ def test_a_clean_server_is_allowed(tmp_path: Path) -> None:
     assert report["counts"] == {"tools": 1, "prompts": 1, "resources": 1, "resourceTemplates": 0}
     expected = "no network" if network_isolation() else "not isolated"
     assert str(report["network"]).startswith(expected)
+    identity = report["provenance"]["server_identity"]  # type: ignore[index]
+    assert identity["digest"] and identity["executable_sha256"]  # the python binary, hashed
 
 
 def test_a_poisoned_server_is_denied(tmp_path: Path) -> None:

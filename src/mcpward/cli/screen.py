@@ -19,7 +19,7 @@ from rich.text import Text
 from mcpward.config import ConfigError, parse_config
 from mcpward.contracts.model import ItemKind, Pin
 from mcpward.contracts.snapshot_file import Snapshot, SnapshotError
-from mcpward.guards.screen import ScreenReport, ScreenVerdict, judge
+from mcpward.guards.screen import SCREEN_MEANING, ScreenReport, ScreenVerdict, judge
 
 out = Console(highlight=False)
 SCREEN_ID = "screened"
@@ -73,6 +73,7 @@ def screen_server(
     from mcpward.cli.pins import fetch_snapshot
     from mcpward.cli.scan import scan_upstreams
 
+    identity = _identity(upstream_id, command, url, allow_private)
     isolation = "not applicable (remote server)"
     if url is None:
         prefix = network_isolation()
@@ -87,6 +88,7 @@ def screen_server(
     except (SnapshotError, TimeoutError, OSError) as exc:
         report = judge(upstream_id, None, [], allowed_ids)
         report.reasons.append(str(exc) or "timed out")
+        report.identity = identity
         return report, None, isolation
     scanned = scan_upstreams({upstream_id: snap})
     dropped = [
@@ -95,7 +97,21 @@ def screen_server(
         for row in rows
         if row["would_drop"]
     ]
-    return judge(upstream_id, snap.lists, dropped, allowed_ids), snap, isolation
+    report = judge(upstream_id, snap.lists, dropped, allowed_ids)
+    report.identity = identity
+    return report, snap, isolation
+
+
+def _identity(
+    upstream_id: str, command: list[str], url: str | None, allow_private: list[str]
+) -> dict[str, str | None]:
+    """What identifies the screened server, as the gateway would name it (before isolation)."""
+    from mcpward.transport.connectors import make_connection
+
+    loaded = parse_config(_config(upstream_id, command, url, allow_private), "<screen>")
+    connection = make_connection(loaded.config.upstreams[0], loaded.config.gateway)
+    executable = getattr(connection, "executable_sha256", None)
+    return {"digest": connection.identity_digest, "executable_sha256": executable}
 
 
 def pin_screened(state_dir: Path, upstream_id: str, snap: Snapshot) -> int:
@@ -156,6 +172,10 @@ def _print(report: ScreenReport, isolation: str) -> None:
     colour = {"ALLOW": "green", "REVIEW": "yellow", "DENY": "red"}.get(report.verdict.value, "red")
     out.print(Text.assemble((report.verdict.value, f"bold {colour}"), f"  {report.upstream}"))
     out.print(Text(f"  network during the screen: {isolation}"))
+    identity = report.identity or {}
+    executable = identity.get("executable_sha256") or "n/a"
+    out.print(Text(f"  server identity: {identity.get('digest')} (executable sha256 {executable})"))
+    out.print(Text(f"  {SCREEN_MEANING}", style="dim"))
     if report.counts:
         out.print(Text("  listed: " + ", ".join(f"{n} {k}" for k, n in report.counts.items())))
     for reason in report.reasons:

@@ -20,6 +20,11 @@ class ScreenVerdict(str, Enum):
     UNVERIFIED = "UNVERIFIED"  # the server could not be listed: nothing was judged
 
 
+SCREEN_MEANING = (
+    "A screen is advisory: it judges the contracts the server listed, not what it does; ALLOW "
+    "does not mean safe, and DENY means a guard would drop or refuse what it saw."
+)
+
 EXIT_CODES = {
     ScreenVerdict.ALLOW: 0,
     ScreenVerdict.REVIEW: 1,
@@ -63,6 +68,7 @@ class ScreenReport:
     typosquat_of: str | None = None
     red_flags: list[RedFlag] = field(default_factory=list)
     counts: dict[str, int] = field(default_factory=dict)
+    identity: dict[str, str | None] | None = None  # the server's identity digest(s)
 
     @property
     def exit_code(self) -> int:
@@ -77,6 +83,7 @@ class ScreenReport:
             "typosquat_of": self.typosquat_of,
             "red_flags": [f.to_json() for f in self.red_flags],
             "counts": self.counts,
+            "provenance": {"server_identity": self.identity, "meaning": SCREEN_MEANING},
         }
 
 
