@@ -3,7 +3,33 @@
 Pins tool contracts, runs a guard pipeline on every message, and records a tamper-evident receipt.
 """
 
+from typing import TYPE_CHECKING
+
 __version__ = "0.1.0"
+
+if TYPE_CHECKING:  # typed for checkers; imported on first use at run time (below)
+    from mcpward.library import (
+        CallDenied,
+        ContractHeld,
+        GatewayInternalError,
+        GuardedSession,
+        MCPWardError,
+        UpstreamUnavailable,
+        guarded,
+        wrap,
+    )
+
+__all__ = [
+    "CallDenied",
+    "ContractHeld",
+    "GatewayInternalError",
+    "GuardedSession",
+    "MCPWardError",
+    "UpstreamUnavailable",
+    "__version__",
+    "guarded",
+    "wrap",
+]
 
 
 def __getattr__(name: str) -> object:

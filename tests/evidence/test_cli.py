@@ -196,7 +196,10 @@ def test_stats_tail_checkpoint_rotate_and_schema(state: Path, tmp_path: Path) ->
         jsonschema.Draft202012Validator.check_schema(json.loads(out))
 
 
-def test_verify_and_stats_name_the_durability_level(tmp_path: Path) -> None:
+@pytest.mark.parametrize("levels", [("crash_safe",), ("sync",), ("batched", "crash_safe", "sync")])
+def test_verify_and_stats_name_the_durability_level(
+    tmp_path: Path, levels: tuple[str, ...]
+) -> None:
     import asyncio
 
     from mcpward.evidence.recorder import build_recorder
@@ -204,15 +207,60 @@ def test_verify_and_stats_name_the_durability_level(tmp_path: Path) -> None:
 
     from .records import decision
 
+    async def write(level: str) -> None:
+        rec = build_recorder(EvidenceSettings(durability=level), tmp_path)  # type: ignore[arg-type]
+        for i in range(2):
+            await rec.record(decision(i))
+        await rec.close()
+
+    for level in levels:
+        asyncio.run(write(level))
+    spans = ", ".join(f"{level} from seq {2 * n}" for n, level in enumerate(levels))
+    code, out = cli("ledger", "verify", "--state-dir", str(tmp_path))
+    assert code == 0 and f"durability: {spans}" in out
+    code, out = cli("ledger", "verify", "--json", "--state-dir", str(tmp_path))
+    assert json.loads(out)["durability"] == [
+        {"since_seq": 2 * n, "level": level} for n, level in enumerate(levels)
+    ]
+    code, out = cli("stats", "--json", "--state-dir", str(tmp_path))
+    assert code == 0 and json.loads(out)["durability"] == [
+        {"since_seq": 2 * n, "level": level} for n, level in enumerate(levels)
+    ]
+    code, out = cli("stats", "--state-dir", str(tmp_path))
+    assert f"receipts written with durability: {spans}" in " ".join(out.split())
+
+
+def test_a_ledger_from_before_levels_were_recorded_says_so(state: Path) -> None:
+    """Ledgers written before the level was recorded (no such table) still verify and count;
+    the level is unknown."""
+    with attacker(state / "evidence" / "ledger.sqlite") as conn:
+        conn.execute("DROP TABLE ledger_durability")
+    code, out = cli("ledger", "verify", "--state-dir", str(state))
+    assert code == 0 and "durability: not recorded" in out
+    code, out = cli("stats", "--json", "--state-dir", str(state))
+    assert code == 0 and json.loads(out)["durability"] == []
+
+
+def test_an_old_ledger_continued_by_a_new_gateway_says_where_the_record_begins(
+    state: Path,
+) -> None:
+    import asyncio
+
+    from mcpward.evidence.recorder import build_recorder
+    from mcpward.evidence.settings import EvidenceSettings
+
+    from .records import decision
+
+    with attacker(state / "evidence" / "ledger.sqlite") as conn:
+        conn.execute("DROP TABLE ledger_durability")
+        size = len(rows(conn))
+
     async def write() -> None:
-        rec = build_recorder(EvidenceSettings(durability="sync"), tmp_path)
-        await rec.record(decision(1))
+        rec = build_recorder(EvidenceSettings(), state)
+        await rec.record(decision(0))
         await rec.close()
 
     asyncio.run(write())
-    code, out = cli("ledger", "verify", "--state-dir", str(tmp_path))
-    assert code == 0 and "durability: sync from seq 0" in out
-    code, out = cli("stats", "--json", "--state-dir", str(tmp_path))
-    assert code == 0 and json.loads(out)["durability"] == [{"since_seq": 0, "level": "sync"}]
-    code, out = cli("stats", "--state-dir", str(tmp_path))
-    assert "receipts written with durability: sync from seq 0" in out
+    code, out = cli("ledger", "verify", "--state-dir", str(state))
+    assert code == 0, out
+    assert f"durability: not recorded before seq {size}, crash_safe from seq {size}" in out

@@ -9,6 +9,7 @@ import asyncio
 import contextlib
 import os
 import signal
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -18,8 +19,9 @@ import pytest
 from mcp.shared.exceptions import MCPError
 
 from mcpward.evidence.ledger import verify_ledger
+from mcpward.evidence.recorder import build_recorder
 from mcpward.evidence.schemas import receipt_schema
-from mcpward.evidence.settings import EvidencePaths
+from mcpward.evidence.settings import EvidencePaths, EvidenceSettings
 from mcpward.evidence.vocabulary import LedgerState
 from mcpward.protocol.canonical import canonical_sha256
 from mcpward.store.ledger_sqlite import read_snapshot
@@ -244,3 +246,30 @@ async def test_kill_9_under_load_keeps_the_ledger_valid_and_every_answer_receipt
     missing = [i for i in answered if canonical_sha256({"message": f"call {i}"}) not in hashes]
     assert missing == [], f"{len(missing)} answered calls have no receipt"
     assert len(answered) >= 400
+
+    # What an operator runs after the crash: the CLI verifies the ledger as the gateway left it
+    # and names the level; the next start signs the tail the kill left unsigned.
+    state = str(tmp_path / "state")
+    verified = await _mcpward("ledger", "verify", "--state-dir", state)
+    assert verified[0] == 0, verified[1]
+    assert f"durability: {durability} from seq 0" in verified[1]
+    restarted = build_recorder(EvidenceSettings(durability=durability), tmp_path / "state")
+    await restarted.close()
+    after = verify_ledger(ledger_paths(tmp_path))
+    assert (after.state, after.uncheckpointed) == (LedgerState.OK, 0), after.to_dict()
+    assert after.entries == report.entries
+
+
+async def _mcpward(*args: str) -> tuple[int, str]:
+    """The real CLI in a subprocess: exit code and stdout."""
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "mcpward.cli.main",
+        *args,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.STDOUT,
+    )
+    out, _ = await asyncio.wait_for(proc.communicate(), 120)
+    assert proc.returncode is not None
+    return proc.returncode, out.decode()

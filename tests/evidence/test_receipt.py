@@ -12,14 +12,16 @@ from hypothesis import strategies as st
 from mcpward.evidence.receipt import (
     ReceiptError,
     build_receipt,
+    check_record,
     declared_side_effects,
+    payload_hashes,
     required_mode,
 )
 from mcpward.evidence.schemas import checkpoint_schema, config_schema, receipt_schema
 from mcpward.evidence.vocabulary import PolicyDecision
 from mcpward.pipeline.context import Identity
 from mcpward.pipeline.executor import GuardRun
-from mcpward.protocol.canonical import canonical_bytes, canonical_sha256
+from mcpward.protocol.canonical import canonical_bytes, canonical_sha256, normalise
 
 from .records import SECRET_ARGUMENT, SECRET_RESULT, decision
 
@@ -97,71 +99,97 @@ def test_shadow_decision_is_recorded() -> None:
     assert data["guards"][0]["shadow"] is True
 
 
-@pytest.mark.parametrize(
-    ("overrides", "message"),
-    [
-        ({"decision": "allowed"}, "decision='allowed' is not in the closed vocabulary"),
-        ({"decision": "escalate"}, "not in the closed vocabulary"),
-        (
-            {"runs": [GuardRun("g", "k", "tool_invoke", "maybe", 0.1)]},
-            "guard g outcome='maybe' is not in the closed vocabulary",
-        ),
-        (
-            {
-                "runs": [
-                    GuardRun(
-                        "g",
-                        "k",
-                        "tool_result",
-                        "modify",
-                        0.1,
-                        evidence={"redactions": {"passwords": {"x": 1}}},
-                    )
-                ]
-            },
-            "redaction reason='passwords' is not in the closed vocabulary",
-        ),
-        (
-            {
-                "runs": [
-                    GuardRun(
-                        "g",
-                        "k",
-                        "tool_result",
-                        "modify",
-                        0.1,
-                        evidence={"redactions": {"secret": {"a b": 1}}},
-                    )
-                ]
-            },
-            "bad redaction pattern id",
-        ),
-        (
-            {
-                "runs": [
-                    GuardRun(
-                        "g",
-                        "k",
-                        "tool_result",
-                        "modify",
-                        0.1,
-                        evidence={"redactions": {"secret": {"x": -1}}},
-                    )
-                ]
-            },
-            "redaction count",
-        ),
-        ({"error_reason": "Upstream said: secret stuff"}, "error_reason"),
-        ({"gateway_ms": float("nan")}, "latency"),
-        ({"arguments": {"x": {1, 2}}}, "arguments is not a JSON value"),
-        ({"method": ""}, "method is empty"),
-    ],
-)
+BAD_VALUES: list[tuple[dict[str, object], str]] = [
+    ({"decision": "allowed"}, "decision='allowed' is not in the closed vocabulary"),
+    ({"decision": "escalate"}, "not in the closed vocabulary"),
+    (
+        {"runs": [GuardRun("g", "k", "tool_invoke", "maybe", 0.1)]},
+        "guard g outcome='maybe' is not in the closed vocabulary",
+    ),
+    (
+        {
+            "runs": [
+                GuardRun(
+                    "g",
+                    "k",
+                    "tool_result",
+                    "modify",
+                    0.1,
+                    evidence={"redactions": {"passwords": {"x": 1}}},
+                )
+            ]
+        },
+        "redaction reason='passwords' is not in the closed vocabulary",
+    ),
+    (
+        {
+            "runs": [
+                GuardRun(
+                    "g",
+                    "k",
+                    "tool_result",
+                    "modify",
+                    0.1,
+                    evidence={"redactions": {"secret": {"a b": 1}}},
+                )
+            ]
+        },
+        "bad redaction pattern id",
+    ),
+    (
+        {
+            "runs": [
+                GuardRun(
+                    "g",
+                    "k",
+                    "tool_result",
+                    "modify",
+                    0.1,
+                    evidence={"redactions": {"secret": {"x": -1}}},
+                )
+            ]
+        },
+        "redaction count",
+    ),
+    ({"error_reason": "Upstream said: secret stuff"}, "error_reason"),
+    ({"gateway_ms": float("nan")}, "latency"),
+    ({"arguments": {"x": {1, 2}}}, "arguments is not a JSON value"),
+    ({"method": ""}, "method is empty"),
+    ({"error_code": "E1"}, "error_code='E1' is not an integer"),
+    ({"contract_hash": "sha256 of what?"}, "contract_hash"),
+    ({"started_at": float("inf")}, "started_at"),
+    ({"runs": [GuardRun("g", "k", "tool_invoke", "allow", -1.0)]}, "latency"),
+    ({"result": {"when": object()}}, "result is not a JSON value"),
+]
+
+
+@pytest.mark.parametrize(("overrides", "message"), BAD_VALUES)
 def test_closed_vocabularies_and_bad_values_are_rejected(
     overrides: dict[str, object], message: str
 ) -> None:
     with pytest.raises(ReceiptError, match=message):
         build_receipt(decision(0, **overrides))
+
+
+@pytest.mark.parametrize(("overrides", "message"), BAD_VALUES)
+def test_the_callers_checks_refuse_what_build_receipt_refuses(
+    overrides: dict[str, object], message: str
+) -> None:
+    """batched: the receipt is built on the writer after the answer went out, so the caller's
+    side (check_record, payload_hashes) must refuse every record build_receipt would."""
+    record = decision(0, **overrides)
+    with pytest.raises(ReceiptError, match=message):
+        check_record(record)
+        payload_hashes(record)
+
+
+def test_the_callers_checks_pass_every_good_record() -> None:
+    for i in range(5):
+        record = decision(i)
+        check_record(record)
+        hashes = payload_hashes(record)
+        prebuilt = build_receipt(record, receipt_id="0" * 28, hashes=hashes)
+        assert prebuilt == build_receipt(record, receipt_id="0" * 28)
 
 
 def test_every_policy_decision_builds() -> None:
@@ -193,6 +221,31 @@ def test_oversized_or_non_json_evidence_is_summarised() -> None:
     guards = build_receipt(decision(0, runs=[big, odd])).data["guards"]
     assert guards[0]["evidence"]["omitted"] == "too_large"
     assert guards[1]["evidence"] == {"omitted": "not_json"}
+
+
+@pytest.mark.parametrize(
+    "evidence",
+    [
+        {"z": 1, "a": [3, {"y": None, "b": True}], "m": "text"},  # unsorted, nested: as is
+        {"server_identity": {"digest": "ab" * 32}, "pinned": "tofu", "n": 2**63 - 1},
+        {"big": 2**63},  # beyond 64 bits: the canonical path
+        {"f": 1.0, "g": 0.5},  # floats: normalised (1.0 is written 1)
+        {"t": ("a", "b")},  # a tuple: the canonical path writes a list
+        {"ok": "x" * 3000},  # over 2 KiB: summarised by its hash
+    ],
+)
+def test_guard_evidence_is_embedded_in_canonical_form(evidence: dict[str, object]) -> None:
+    """Plain evidence (ASCII, 64-bit ints, no floats) is embedded without normalising; the bytes
+    are the same as through the canonical path."""
+    run = GuardRun("g", "k", "tool_invoke", "allow", 0.1, evidence=evidence)
+    receipt = build_receipt(decision(0, runs=[run]))
+    assert receipt.canonical == canonical_bytes(receipt.data)
+    embedded = receipt.data["guards"][0]["evidence"]
+    if len(canonical_bytes(evidence)) > 2048:
+        assert embedded["omitted"] == "too_large"
+        assert embedded["sha256"] == canonical_sha256(evidence)
+    else:
+        assert canonical_bytes(embedded) == canonical_bytes(normalise(evidence))
 
 
 def test_receipt_bytes_are_canonical_for_unicode_floats_and_odd_keys() -> None:

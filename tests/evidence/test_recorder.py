@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import subprocess
 import sys
+import threading
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import jsonschema
@@ -121,8 +124,11 @@ async def test_a_cancelled_caller_does_not_lose_its_queued_receipt(tmp_path: Pat
     assert len(stored_receipts(EvidencePaths.resolve(tmp_path))) == 1
 
 
-async def test_a_bad_record_raises_and_writes_nothing(tmp_path: Path) -> None:
-    rec = recorder(tmp_path)
+@pytest.mark.parametrize("level", ["crash_safe", "sync", "batched"])
+async def test_a_bad_record_raises_and_writes_nothing(tmp_path: Path, level: str) -> None:
+    """At every level the caller learns of a producer's bug (batched: before its answer goes
+    out, although the receipt is built later on the writer)."""
+    rec = recorder(tmp_path, durability=level)
     with pytest.raises(ReceiptError):
         await rec.record(decision(0, decision="permitted"))
     await rec.record(decision(1))
@@ -145,15 +151,16 @@ async def test_a_dead_writer_fails_callers_instead_of_hanging(tmp_path: Path) ->
     rec = recorder(tmp_path)
     await rec.record(decision(0))
 
-    def bug() -> float:
+    def bug(batch: object) -> None:
         raise RuntimeError("a bug in the writer")
 
-    rec._wait_timeout = bug  # type: ignore[method-assign]
-    await asyncio.wait_for(rec.record(decision(1)), 30)  # committed; then the writer dies
+    rec._writer._commit = bug  # type: ignore[method-assign,union-attr]
     with pytest.raises(EvidenceUnavailable, match="a bug in the writer"):
+        await asyncio.wait_for(rec.record(decision(1)), 30)  # the batch in hand is failed
+    with pytest.raises(EvidenceUnavailable, match="failed earlier: a bug in the writer"):
         await asyncio.wait_for(rec.record(decision(2)), 30)
-    await rec.close()
-    assert len(stored_receipts(EvidencePaths.resolve(tmp_path))) == 2
+    await asyncio.wait_for(rec.close(), 30)
+    assert len(stored_receipts(EvidencePaths.resolve(tmp_path))) == 1
 
 
 async def test_a_failing_checkpoint_does_not_fail_receipts(
@@ -315,3 +322,121 @@ async def test_verify_and_stats_say_which_level_wrote_the_entries(
     expected = list(dict.fromkeys(levels)) if len(set(levels)) == len(levels) else None
     assert [s["level"] for s in spans] == (expected or ["batched", "sync", "crash_safe"])
     assert [s["since_seq"] for s in spans] == sorted(s["since_seq"] for s in spans)
+
+
+@pytest.fixture
+def fsyncs(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[int]]:
+    """Every fdatasync the ledger makes, counted (and still made) in this process."""
+    calls: list[int] = []
+    real = os.fdatasync
+
+    def counted(fd: int) -> None:
+        calls.append(fd)
+        real(fd)
+
+    monkeypatch.setattr(os, "fdatasync", counted)
+    yield calls
+
+
+@pytest.fixture
+def fsync_gate(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[threading.Event, list[int]]]:
+    """fdatasync held until the test opens the gate: shows who waits for the disk."""
+    gate = threading.Event()
+    started: list[int] = []
+    real = os.fdatasync
+
+    def gated(fd: int) -> None:
+        started.append(fd)
+        gate.wait(60)
+        real(fd)
+
+    monkeypatch.setattr(os, "fdatasync", gated)
+    yield gate, started
+    gate.set()
+
+
+async def until(condition: Callable[[], bool]) -> None:
+    for _ in range(3000):  # polls; no timing assertion
+        if condition():
+            return
+        await asyncio.sleep(0.01)
+    raise AssertionError("condition never held")
+
+
+async def test_sync_fsyncs_concurrent_callers_together(tmp_path: Path, fsyncs: list[int]) -> None:
+    """64 callers waiting at the same moment share fewer than 64 fsyncs (group commit); every
+    fsync covers at least one commit, and no commit waits for one it does not need."""
+    rec = recorder(tmp_path, durability="sync")
+    await rec.record(decision(0))  # the writer and the fsync thread are running and idle
+    before, commits_before = len(fsyncs), rec.commits
+    await asyncio.gather(*(rec.record(decision(i)) for i in range(1, 65)))
+    made = len(fsyncs) - before
+    assert rec.committed == 65
+    assert 1 <= made < 64
+    assert made <= rec.commits - commits_before
+    assert rec.fsyncs == len(fsyncs)  # the writer's counter is the real count
+    await rec.close()
+    assert verify_ledger(EvidencePaths.resolve(tmp_path)).state is LedgerState.OK
+
+
+async def test_sync_answers_only_after_an_fsync_that_covers_the_receipt(
+    tmp_path: Path, fsync_gate: tuple[threading.Event, list[int]]
+) -> None:
+    gate, started = fsync_gate
+    rec = recorder(tmp_path, durability="sync")
+    paths = EvidencePaths.resolve(tmp_path)
+    call = asyncio.create_task(rec.record(decision(0)))
+    await until(lambda: bool(started))  # committed, and its fsync has begun
+    assert len(stored_receipts(paths)) == 1  # in the write-ahead log, not yet on the disk
+    await asyncio.sleep(0.1)
+    assert not call.done()  # the answer waits for the disk
+    gate.set()
+    await asyncio.wait_for(call, 60)
+    await rec.close()
+
+
+async def test_crash_safe_answers_before_the_fsync(
+    tmp_path: Path, fsync_gate: tuple[threading.Event, list[int]]
+) -> None:
+    gate, started = fsync_gate
+    rec = recorder(tmp_path, durability="crash_safe", fsync_interval_ms=1)
+    paths = EvidencePaths.resolve(tmp_path)
+    await asyncio.wait_for(rec.record(decision(0)), 60)  # answered with no fsync done
+    assert len(stored_receipts(paths)) == 1  # another connection (as after kill -9) sees it
+    await until(lambda: bool(started))  # the timer's fsync, held at the gate
+    await asyncio.wait_for(rec.record(decision(1)), 60)  # a held fsync holds no answer
+    gate.set()
+    await rec.close()
+    assert verify_ledger(paths).entries == 2
+
+
+async def test_crash_safe_fsync_timer_counts_real_fsyncs(tmp_path: Path, fsyncs: list[int]) -> None:
+    """Receipts keep coming for a while: they are fsynced on the timer, far fewer times than
+    there are receipts, and never while the ledger is idle."""
+    rec = recorder(tmp_path, durability="crash_safe", fsync_interval_ms=20)
+    await rec.record(decision(0))
+    await until(lambda: len(fsyncs) >= 1)
+    before = len(fsyncs)
+    for i in range(100):
+        await rec.record(decision(i))
+        await asyncio.sleep(0.002)
+    settled = -1
+    while settled != len(fsyncs):  # the last commits' fsync comes within an interval
+        settled = len(fsyncs)
+        await asyncio.sleep(0.1)
+    made = len(fsyncs) - before
+    assert 1 <= made < 100
+    await asyncio.sleep(0.2)  # ten intervals with nothing committed: nothing to fsync
+    assert len(fsyncs) <= settled + 1  # (+1: one still due, should the fsync thread be slow)
+    await rec.close()
+
+
+async def test_batched_does_not_fsync_per_batch(tmp_path: Path, fsyncs: list[int]) -> None:
+    rec = recorder(tmp_path, durability="batched", batch_interval_ms=1)
+    for i in range(50):
+        await rec.record(decision(i))
+        await asyncio.sleep(0.002)
+    await until(lambda: rec.committed == 50)
+    assert fsyncs == []  # the answers went out first; SQLite's own checkpoints fsync the log
+    await rec.close()
+    assert len(fsyncs) >= 1  # the clean shutdown makes everything durable

@@ -440,4 +440,5 @@ def _durability_text(spans: list[tuple[int, str]]) -> str:
     """ "crash_safe from seq 0, sync from seq 120", or that the ledger predates the record."""
     if not spans:
         return "not recorded (written before durability levels were recorded)"
-    return ", ".join(f"{level} from seq {seq}" for seq, level in spans)
+    text = ", ".join(f"{level} from seq {seq}" for seq, level in spans)
+    return text if spans[0][0] == 0 else f"not recorded before seq {spans[0][0]}, {text}"

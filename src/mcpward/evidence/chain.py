@@ -54,6 +54,13 @@ class SealedEntry:
     entry_hash: bytes
     hmac: bytes
     recorded_at: float
+    next_key_id: str | None = None  # the key the entry after this one uses (known when sealed)
+
+    def head_after(self) -> ChainHead:
+        """The chain head once this entry is the last one."""
+        if self.next_key_id is not None:
+            return ChainHead(self.seq + 1, self.entry_hash, self.next_key_id)
+        return ChainHead.after(self.seq + 1, self.entry_hash, self.body)
 
 
 @dataclass(slots=True)
@@ -132,19 +139,22 @@ def seal(
     prev = head.head_hash
     sealed: list[SealedEntry] = []
     seq = head.size
+    key: bytes | None = None  # the key of `key_id`, fetched once per key, not once per entry
     for item in pending:
-        key = keyring.get_fresh(key_id)
         if key is None:
-            raise ChainError(
-                f"HMAC key {key_id} (which the ledger's last entry names) is missing from "
-                f"{keyring.directory}; restore it from backup: the ledger cannot be extended "
-                "without it"
-            )
+            key = keyring.get_fresh(key_id)
+            if key is None:
+                raise ChainError(
+                    f"HMAC key {key_id} (which the ledger's last entry names) is missing from "
+                    f"{keyring.directory}; restore it from backup: the ledger cannot be extended "
+                    "without it"
+                )
         body = entry_body(seq, item, key_id)
         digest = chain_hash(prev, body)
-        sealed.append(SealedEntry(seq, body, digest, entry_hmac(key, digest), item.recorded_at))
+        mac = entry_hmac(key, digest)  # a rotation entry is sealed with the old key
         if item.kind is EntryKind.KEY_ROTATION:
-            key_id = str(item.event["new_key_id"])
+            key_id, key = str(item.event["new_key_id"]), None
+        sealed.append(SealedEntry(seq, body, digest, mac, item.recorded_at, key_id))
         prev = digest
         seq += 1
     return sealed

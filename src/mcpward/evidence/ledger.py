@@ -58,14 +58,11 @@ class Ledger:
         return self.store.head()
 
     def append(self, pending: Sequence[PendingEntry]) -> list[SealedEntry]:
-        """Chain and commit `pending` in one transaction (durable when this returns)."""
+        """Chain and commit `pending` in one transaction (durable when this returns if the store
+        was opened with synchronous=FULL; with NORMAL, once `store.sync_wal()` has run)."""
         if not pending:
             return []
         return self.store.append(lambda head: seal(head, pending, self.keyring))
-
-    def append_nowait(self, pending: Sequence[PendingEntry]) -> list[SealedEntry] | None:
-        """Seal and append at once, or None if another process holds the write lock."""
-        return self.store.append_nowait(lambda head: seal(head, pending, self.keyring))
 
     def rotate_key(self, now: float | None = None) -> KeyRotation:
         """Create a new HMAC key and record the rotation as an entry sealed with the old key.
@@ -100,6 +97,9 @@ class Ledger:
         stored = self.store.add_checkpoint(sign, stamp)
         if stored is None:
             return None
+        # Publish only what a power cut cannot take back: a checkpoint file that outlives the
+        # entries it covers would make the ledger look truncated after a crash.
+        self.store.sync_wal()
         signed = SignedCheckpoint(read_unverified(stored.note), stored.note)
         write_public_file(self.paths.latest_checkpoint, stored.note)
         return signed

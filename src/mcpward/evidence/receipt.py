@@ -205,25 +205,67 @@ def _tool_profile(tool: Mapping[str, Any] | None) -> tuple[list[str], str | None
     return list(effects), mode
 
 
-def _evidence(evidence: Mapping[str, Any]) -> dict[str, Any]:
+_INT64 = 2**63
+
+
+def _canonical_as_is(value: Any) -> bool:
+    """True if `value` needs no normalising: ASCII text and keys, 64-bit ints, no floats (for
+    such values NFC is the identity and code-point key order is UTF-16 order)."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            if not item.isascii():
+                return False
+        elif isinstance(item, dict):
+            for key, child in item.items():
+                if not isinstance(key, str) or not key.isascii():
+                    return False
+                stack.append(child)
+        elif isinstance(item, list):
+            stack.extend(item)
+        elif item is None or isinstance(item, bool):
+            continue
+        elif isinstance(item, int):
+            if not -_INT64 <= item < _INT64:
+                return False
+        else:
+            return False
+    return True
+
+
+def _evidence(evidence: Mapping[str, Any]) -> tuple[dict[str, Any], bool]:
     """A guard's evidence in canonical form, bounded: oversize or non-JSON evidence is summarised.
+    Also whether its keys are all ASCII (then orjson's key order is the canonical order).
 
     Oversize evidence keeps only its hash; evidence is metadata, never content.
     """
     if not evidence:
-        return {}
+        return {}, True
+    if type(evidence) is dict and _canonical_as_is(evidence):
+        # ASCII text, 64-bit ints, no floats: already canonical but for key order, which the
+        # receipt's sorted serialisation supplies (canonical_bytes would give the same bytes).
+        try:
+            size = len(orjson.dumps(evidence))
+        except (TypeError, orjson.JSONEncodeError):
+            return {"omitted": "not_json"}, True
+        if size > MAX_EVIDENCE_BYTES:
+            raw = orjson.dumps(evidence, option=orjson.OPT_SORT_KEYS)
+            return {"omitted": "too_large", "sha256": hashlib.sha256(raw).hexdigest()}, True
+        return evidence, True
     try:
         value: dict[str, Any] = normalise(dict(evidence))
         raw = canonical_bytes(value)
     except (TypeError, ValueError):
-        return {"omitted": "not_json"}
+        return {"omitted": "not_json"}, True
     if len(raw) > MAX_EVIDENCE_BYTES:
-        return {"omitted": "too_large", "sha256": hashlib.sha256(raw).hexdigest()}
-    return value
+        return {"omitted": "too_large", "sha256": hashlib.sha256(raw).hexdigest()}, True
+    return value, _ascii_keys(value)
 
 
-def _guard_entry(run: GuardRun) -> dict[str, Any]:
-    return {
+def _guard_entry(run: GuardRun) -> tuple[dict[str, Any], bool]:
+    evidence, ascii_keys = _evidence(run.evidence)
+    entry = {
         "id": _text(run.guard_id),
         "kind": _text(run.kind),
         "phase": _text(run.phase),
@@ -232,8 +274,9 @@ def _guard_entry(run: GuardRun) -> dict[str, Any]:
         "code": _text(run.code),
         "shadow": bool(run.shadow),
         "failure_mode": _text(run.failure_mode_applied),
-        "evidence": _evidence(run.evidence),
+        "evidence": evidence,
     }
+    return entry, ascii_keys
 
 
 def _redactions(runs: list[GuardRun]) -> tuple[list[str], dict[str, int]]:
@@ -276,8 +319,50 @@ def _optional_code(value: str | None, field: str, pattern: re.Pattern[str]) -> s
     return value
 
 
-def build_receipt(record: DecisionRecord, *, receipt_id: str | None = None) -> Receipt:
-    """Validate a decision and turn it into a receipt. Raises ReceiptError on a producer bug."""
+class PayloadHashes(NamedTuple):
+    """A record's input and output hashes, taken where its payloads cannot change underneath."""
+
+    input_hash: str | None
+    output_hash: str | None
+
+
+def payload_hashes(record: DecisionRecord) -> PayloadHashes:
+    """Canonical SHA-256 of the arguments and of the result. Raises ReceiptError (not JSON)."""
+    return PayloadHashes(_hash_of(record.arguments, "arguments"), _hash_of(record.result, "result"))
+
+
+def check_record(record: DecisionRecord) -> None:
+    """Every check of `build_receipt` that can refuse a record, without building the receipt:
+    where the receipt is built after the caller moved on, a producer's bug still reaches it."""
+    _closed(PolicyDecision, record.decision, "decision")
+    if not record.method:
+        raise ReceiptError("method is empty")
+    if not math.isfinite(record.started_at):
+        raise ReceiptError("started_at is not a finite timestamp")
+    if record.error_code is not None and (
+        not isinstance(record.error_code, int) or isinstance(record.error_code, bool)
+    ):
+        raise ReceiptError(f"error_code={record.error_code!r} is not an integer")
+    for run in record.runs:
+        _closed(GuardOutcome, run.outcome, f"guard {run.guard_id} outcome")
+        _millis(run.duration_ms)
+    _redactions(record.runs)
+    _optional_code(record.contract_hash, "contract_hash", CONTRACT_HASH)
+    _optional_code(record.error_reason, "error_reason", CODE)
+    _millis(record.gateway_ms)
+    _millis(record.upstream_ms)
+
+
+def build_receipt(
+    record: DecisionRecord,
+    *,
+    receipt_id: str | None = None,
+    hashes: PayloadHashes | None = None,
+) -> Receipt:
+    """Validate a decision and turn it into a receipt. Raises ReceiptError on a producer bug.
+
+    `hashes`: the payload hashes if already taken (`payload_hashes`); else they are taken here.
+    """
     decision = _closed(PolicyDecision, record.decision, "decision")
     if not record.method:
         raise ReceiptError("method is empty")
@@ -290,10 +375,18 @@ def build_receipt(record: DecisionRecord, *, receipt_id: str | None = None) -> R
         not isinstance(record.error_code, int) or isinstance(record.error_code, bool)
     ):
         raise ReceiptError(f"error_code={record.error_code!r} is not an integer")
+    if hashes is None:
+        hashes = payload_hashes(record)
     identity = record.identity
     is_tool = record.method == "tools/call"
     redactions, redaction_counts = _redactions(record.runs)
     effects, mode = _tool_profile(record.tool_definition) if is_tool else ([], None)
+    guards: list[dict[str, Any]] = []
+    ascii_keys = True
+    for run in record.runs:
+        entry, ascii_entry = _guard_entry(run)
+        guards.append(entry)
+        ascii_keys = ascii_keys and ascii_entry
     data: dict[str, Any] = {
         "version": RECEIPT_VERSION,
         "receipt_id": rid,
@@ -307,24 +400,21 @@ def build_receipt(record: DecisionRecord, *, receipt_id: str | None = None) -> R
         "actor_id": _text(identity.sub) if identity else None,
         "declared_side_effects": effects,
         "required_mode": mode,
-        "input_hash": _hash_of(record.arguments, "arguments"),
+        "input_hash": hashes.input_hash,
         "contract_hash": _optional_code(record.contract_hash, "contract_hash", CONTRACT_HASH),
         "decision": decision,
         "stopped_by": _text(record.stopped_by),
-        "guards": [_guard_entry(run) for run in record.runs],
+        "guards": guards,
         "redactions": redactions,
         "redaction_counts": redaction_counts,
-        "output_hash": _hash_of(record.result, "result"),
+        "output_hash": hashes.output_hash,
         "error_code": record.error_code,
         "error_reason": _optional_code(record.error_reason, "error_reason", CODE),
         "gateway_ms": _millis(record.gateway_ms),
         "upstream_ms": _millis(record.upstream_ms),
     }
-    # Every value above is canonical as built (NFC strings, integral floats as ints, normalised
+    # Every value above is canonical as built (NFC strings, integral floats as ints, canonical
     # evidence), so sorting keys is all that is left - unless a guard used non-ASCII evidence keys,
     # whose canonical order (UTF-16) can differ from orjson's.
-    if all(_ascii_keys(guard["evidence"]) for guard in data["guards"]):
-        raw = orjson.dumps(data, option=orjson.OPT_SORT_KEYS)
-    else:
-        raw = canonical_bytes(data)
+    raw = orjson.dumps(data, option=orjson.OPT_SORT_KEYS) if ascii_keys else canonical_bytes(data)
     return Receipt(data=data, canonical=raw, sha256=hashlib.sha256(raw).hexdigest())

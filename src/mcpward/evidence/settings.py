@@ -18,7 +18,8 @@ DURABILITY_LOSS = {
     "crash_safe": "a process kill loses nothing answered; a power cut loses at most "
     "fsync_interval_ms of receipts",
     "sync": "nothing answered, even on a power cut",
-    "batched": "a crash loses the receipts of up to batch_interval_ms of answered calls",
+    "batched": "a process kill loses the receipts of up to batch_interval_ms of answered calls; "
+    "a power cut also what was committed since SQLite last fsynced its log",
 }
 
 
@@ -33,9 +34,9 @@ class EvidenceSettings(BaseModel):
         description="crash_safe (default): a receipt is committed to the ledger's write-ahead "
         "log before its response is released (a killed gateway loses none) and fsynced within "
         "fsync_interval_ms (a power cut loses at most that window). sync: fsynced before the "
-        "response is released; receipts waiting together share one fsync. batched: receipts "
-        "are group-committed in the background; a crash can lose the last batch "
-        "(see docs/evidence.md).",
+        "response is released; receipts waiting together share one transaction and one fsync. "
+        "batched: the response goes first, receipts are committed in the background; a killed "
+        "gateway can lose the last batch (see docs/evidence.md).",
     )
     fsync_interval_ms: float = Field(
         default=50.0,
@@ -56,13 +57,15 @@ class EvidenceSettings(BaseModel):
         default=20.0,
         gt=0,
         le=5_000,
-        description="batched: longest a receipt waits before its commit.",
+        description="batched: longest a receipt waits before its commit (the writer commits "
+        "sooner once 16 receipts wait).",
     )
     batch_max_entries: int = Field(
         default=2048,
         ge=1,
         le=100_000,
-        description="batched: most receipts committed in one transaction.",
+        description="Most receipts committed in one transaction (batched: a backlog over 8 "
+        "times this makes callers wait).",
     )
     path: Path | None = Field(
         default=None,

@@ -62,6 +62,8 @@ class LedgerStore(Protocol):
     """Append-only storage. `append` and `add_checkpoint` are atomic against concurrent writers
     (several gateway processes may share one ledger): the head is read inside the write lock."""
 
+    wal_syncs: int  # fsyncs `sync_wal` has made (the writer reports it; tests count it)
+
     @property
     def ledger_id(self) -> str: ...
 
@@ -77,14 +79,9 @@ class LedgerStore(Protocol):
 
     def reading(self) -> AbstractContextManager[LedgerView]: ...
 
-    def append_nowait(
-        self, build: Callable[[ChainHead], Sequence[SealedEntry]]
-    ) -> list[SealedEntry] | None:
-        """`append` without waiting for a lock another writer holds (None: try later)."""
-        ...
-
-    def sync_wal(self) -> None:
-        """Make every committed entry durable against a power cut (fsync)."""
+    def sync_wal(self) -> bool:
+        """Make every entry committed before the call durable against a power cut (fsync).
+        Callable from another thread while appends go on; False if nothing was ever written."""
         ...
 
     def note_durability(self, level: str, noted_at: float) -> None:

@@ -5,7 +5,6 @@ from mcpward.library.errors import (
     ContractHeld,
     GatewayInternalError,
     MCPWardError,
-    UpstreamError,
     UpstreamUnavailable,
 )
 from mcpward.library.wrapper import GuardedSession, guarded, wrap
@@ -16,7 +15,6 @@ __all__ = [
     "GatewayInternalError",
     "GuardedSession",
     "MCPWardError",
-    "UpstreamError",
     "UpstreamUnavailable",
     "guarded",
     "wrap",

@@ -5,9 +5,12 @@ Triggers refuse UPDATE and DELETE: only a deliberate edit (verification catches 
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import os
 import secrets
 import sqlite3
+import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
@@ -17,6 +20,34 @@ from mcpward.evidence.store import DurabilitySpan, StoredCheckpoint, StoredEntry
 from mcpward.store.sqlite import open_database, transaction
 
 SCHEMA_VERSION = "1"
+_ROWS_PER_INSERT = 150  # 750 bound values: under SQLite's oldest variable limit (999)
+
+
+def _fdatasync(fd: int) -> None:
+    """fdatasync where there is one (the data and the size, not the mtime), else fsync."""
+    sync = getattr(os, "fdatasync", None) or os.fsync
+    sync(fd)
+
+
+@functools.lru_cache(maxsize=_ROWS_PER_INSERT)
+def _insert_sql(rows: int) -> str:
+    values = ",".join(["(?, ?, ?, ?, ?)"] * rows)
+    return f"INSERT INTO ledger_entries (seq, body, entry_hash, hmac, recorded_at) VALUES {values}"
+
+
+def _fsync_directory(directory: Path) -> None:
+    """Make a new file's directory entry durable (once per process and WAL file)."""
+    try:
+        fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass  # some file systems refuse fsync on a directory; the data itself is synced
+    finally:
+        os.close(fd)
+
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS ledger_meta (
@@ -126,10 +157,10 @@ class SqliteLedgerStore:
         except sqlite3.DatabaseError as exc:
             raise LedgerStoreError(f"{path} is not a usable SQLite database: {exc}") from None
         self._ledger_id = self._init_schema()
-        # The chain head stays in memory between appends; PRAGMA data_version says when another
-        # connection (another process) has committed since, and only then is it read again.
-        self._head_cache: tuple[int, ChainHead] | None = None
+        # The chain head after our last append (None: read it inside the write lock); see append.
+        self._head_cache: ChainHead | None = None
         self._wal_fd: int | None = None
+        self._wal_lock = threading.Lock()  # the fsync thread and the writer (checkpoints) share it
         self.wal_syncs = 0
 
     def _init_schema(self) -> str:
@@ -172,76 +203,74 @@ class SqliteLedgerStore:
     def head(self) -> ChainHead:
         return self._head()
 
-    def _data_version(self) -> int:
-        return int(self._conn.execute("PRAGMA data_version").fetchone()[0])
-
-    def _cached_head(self) -> ChainHead:
-        """Inside the write transaction: the head, read from disk only if another connection
-        committed since our last append."""
-        version = self._data_version()
-        cached = self._head_cache
-        if cached is not None and cached[0] == version:
-            return cached[1]
-        return self._head()
-
     def append(self, build: Callable[[ChainHead], Sequence[SealedEntry]]) -> list[SealedEntry]:
+        """Seal onto the head and commit in one transaction; concurrent writers never fork the
+        chain.
+
+        The head stays in memory between appends. Another writer (another process sharing the
+        ledger, or `ledger rotate-key`) can only have moved it by taking the next sequence number,
+        which is the table's primary key: then the insert fails as a whole, and the head is read
+        again inside the write lock and the batch sealed anew. So the common case is one INSERT
+        statement in its own transaction: no BEGIN, no read of the head, no JSON parse.
+        """
+        head = self._head_cache
+        if head is not None:
+            sealed = list(build(head))
+            try:
+                self._insert(sealed)
+            except sqlite3.IntegrityError:
+                self._head_cache = None  # moved underneath: the insert was rolled back
+            else:
+                if sealed:
+                    self._head_cache = sealed[-1].head_after()
+                return sealed
         with transaction(self._conn):
-            sealed = list(build(self._cached_head()))
-            self._conn.executemany(
-                "INSERT INTO ledger_entries (seq, body, entry_hash, hmac, recorded_at) "
-                "VALUES (?, ?, ?, ?, ?)",
-                [(e.seq, e.body, e.entry_hash, e.hmac, e.recorded_at) for e in sealed],
-            )
-        self._remember_head(sealed)
+            head = self._head()
+            sealed = list(build(head))
+            self._insert(sealed, in_transaction=True)
+        self._head_cache = sealed[-1].head_after() if sealed else head
         return sealed
 
-    def _remember_head(self, sealed: list[SealedEntry]) -> None:
-        if sealed:
-            last = sealed[-1]
-            head = ChainHead.after(last.seq + 1, last.entry_hash, last.body)
-            self._head_cache = (self._data_version(), head)
+    def _insert(self, sealed: list[SealedEntry], *, in_transaction: bool = False) -> None:
+        """All rows or none. One statement per chunk of rows, not one per row: every statement the
+        sqlite3 module steps releases and re-takes the interpreter lock the event loop wants."""
+        if not sealed:
+            return
+        rows = [(e.seq, e.body, e.entry_hash, e.hmac, e.recorded_at) for e in sealed]
+        if len(rows) <= _ROWS_PER_INSERT and not in_transaction:  # a statement is atomic
+            self._conn.execute(_insert_sql(len(rows)), [v for row in rows for v in row])
+            return
+        with contextlib.nullcontext() if in_transaction else transaction(self._conn):
+            for at in range(0, len(rows), _ROWS_PER_INSERT):
+                chunk = rows[at : at + _ROWS_PER_INSERT]
+                self._conn.execute(_insert_sql(len(chunk)), [v for row in chunk for v in row])
 
-    def append_nowait(
-        self, build: Callable[[ChainHead], Sequence[SealedEntry]]
-    ) -> list[SealedEntry] | None:
-        """`append`, but None at once instead of waiting when another process holds the write
-        lock (so the caller can commit on the event loop and never block it on a lock)."""
-        conn = self._conn
-        conn.execute("PRAGMA busy_timeout=0")
-        try:
-            try:
-                conn.execute("BEGIN IMMEDIATE")
-            except sqlite3.OperationalError as exc:
-                if "locked" in str(exc) or "busy" in str(exc):
-                    return None
-                raise
-            try:
-                sealed = list(build(self._cached_head()))
-                conn.executemany(
-                    "INSERT INTO ledger_entries (seq, body, entry_hash, hmac, recorded_at) "
-                    "VALUES (?, ?, ?, ?, ?)",
-                    [(e.seq, e.body, e.entry_hash, e.hmac, e.recorded_at) for e in sealed],
-                )
-                conn.execute("COMMIT")
-            except BaseException:
-                conn.execute("ROLLBACK")
-                raise
-        finally:
-            conn.execute("PRAGMA busy_timeout=10000")
-        self._remember_head(sealed)
-        return sealed
+    def sync_wal(self) -> bool:
+        """fsync (fdatasync) the write-ahead log: every transaction committed before this call
+        (written to the OS with synchronous=NORMAL) becomes durable against a power cut.
 
-    def sync_wal(self) -> None:
-        """fsync the write-ahead log: what is committed (synchronous=NORMAL) becomes durable
-        against a power cut. fsync is per file, so this fd flushes what the connection wrote."""
-        wal = self.path.with_name(self.path.name + "-wal")
-        if self._wal_fd is None:
-            try:
-                self._wal_fd = os.open(wal, os.O_RDONLY)
-            except FileNotFoundError:
-                return  # nothing written since the last checkpoint truncated it
-        os.fsync(self._wal_fd)
-        self.wal_syncs += 1
+        fsync works on the file, not on a descriptor's own writes, so a descriptor of our own
+        flushes what SQLite wrote through its own. The WAL file is reused, never replaced, while
+        a connection is open; should it have been (unlinked), it is opened again. The directory
+        is fsynced once, so the WAL's own directory entry is durable too. False: no WAL yet.
+        Safe to call from any thread (it touches no SQLite state)."""
+        with self._wal_lock:
+            fd = self._wal_fd
+            if fd is not None and os.fstat(fd).st_nlink == 0:
+                with contextlib.suppress(OSError):
+                    os.close(fd)
+                fd = self._wal_fd = None
+            if fd is None:
+                wal = self.path.with_name(self.path.name + "-wal")
+                try:
+                    fd = os.open(wal, os.O_RDONLY | os.O_CLOEXEC)
+                except FileNotFoundError:
+                    return False  # nothing was ever written through the WAL
+                self._wal_fd = fd
+                _fsync_directory(self.path.parent)
+            _fdatasync(fd)
+            self.wal_syncs += 1
+            return True
 
     def note_durability(self, level: str, noted_at: float) -> None:
         """Record the durability level entries from the current head on are written with."""
@@ -279,9 +308,11 @@ class SqliteLedgerStore:
         return read_snapshot(self.path)
 
     def close(self) -> None:
-        if self._wal_fd is not None:
-            os.close(self._wal_fd)
-            self._wal_fd = None
+        with self._wal_lock:
+            if self._wal_fd is not None:
+                with contextlib.suppress(OSError):
+                    os.close(self._wal_fd)
+                self._wal_fd = None
         self._conn.close()
 
 
