@@ -25,12 +25,12 @@ JSON = st.recursive(
 
 def general(value: Any) -> bytes:
     """The general path alone (normalise, then serialise), with the fast path switched off."""
-    original = canonical._plain
-    canonical._plain = lambda _value: False  # type: ignore[assignment]
+    original = canonical.is_plain
+    canonical.is_plain = lambda _value: False  # type: ignore[assignment]
     try:
         return canonical_bytes(value)
     finally:
-        canonical._plain = original
+        canonical.is_plain = original
 
 
 @settings(max_examples=400, deadline=None)
@@ -49,7 +49,7 @@ def test_rules_that_matter() -> None:
 
 
 def test_plain_detection() -> None:
-    assert canonical._plain({"a": [1, "x", None, True, {"b": -(2**63)}]})
-    assert not canonical._plain({"a": 1.5})
-    assert not canonical._plain({"é": 1})
-    assert not canonical._plain({"a": 2**64})
+    assert canonical.is_plain({"a": [1, "x", None, True, {"b": -(2**63)}]})
+    assert not canonical.is_plain({"a": 1.5})
+    assert not canonical.is_plain({"é": 1})
+    assert not canonical.is_plain({"a": 2**64})

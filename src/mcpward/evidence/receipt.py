@@ -27,7 +27,7 @@ from mcpward.evidence.vocabulary import (
     SideEffect,
 )
 from mcpward.pipeline.executor import GuardRun
-from mcpward.protocol.canonical import canonical_bytes, canonical_sha256, normalise
+from mcpward.protocol.canonical import canonical_bytes, canonical_sha256, is_plain, normalise
 
 RECEIPT_VERSION = 1
 MAX_EVIDENCE_BYTES = 2048  # a guard's evidence is metadata; anything bigger is summarised by hash
@@ -205,35 +205,6 @@ def _tool_profile(tool: Mapping[str, Any] | None) -> tuple[list[str], str | None
     return list(effects), mode
 
 
-_INT64 = 2**63
-
-
-def _canonical_as_is(value: Any) -> bool:
-    """True if `value` needs no normalising: ASCII text and keys, 64-bit ints, no floats (for
-    such values NFC is the identity and code-point key order is UTF-16 order)."""
-    stack = [value]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, str):
-            if not item.isascii():
-                return False
-        elif isinstance(item, dict):
-            for key, child in item.items():
-                if not isinstance(key, str) or not key.isascii():
-                    return False
-                stack.append(child)
-        elif isinstance(item, list):
-            stack.extend(item)
-        elif item is None or isinstance(item, bool):
-            continue
-        elif isinstance(item, int):
-            if not -_INT64 <= item < _INT64:
-                return False
-        else:
-            return False
-    return True
-
-
 def _evidence(evidence: Mapping[str, Any]) -> tuple[dict[str, Any], bool]:
     """A guard's evidence in canonical form, bounded: oversize or non-JSON evidence is summarised.
     Also whether its keys are all ASCII (then orjson's key order is the canonical order).
@@ -242,7 +213,7 @@ def _evidence(evidence: Mapping[str, Any]) -> tuple[dict[str, Any], bool]:
     """
     if not evidence:
         return {}, True
-    if type(evidence) is dict and _canonical_as_is(evidence):
+    if type(evidence) is dict and is_plain(evidence):
         # ASCII text, 64-bit ints, no floats: already canonical but for key order, which the
         # receipt's sorted serialisation supplies (canonical_bytes would give the same bytes).
         try:

@@ -13,7 +13,7 @@ import itertools
 import json
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import Any, Literal, overload
+from typing import Any, Literal, TypeVar, overload
 
 import mcp_types.methods as sdk_methods
 from mcp import Client, types
@@ -57,6 +57,9 @@ _GET_PROMPT = TypeAdapter[types.GetPromptResult | types.InputRequiredResult](
 _READ_RESOURCE = TypeAdapter[types.ReadResourceResult | types.InputRequiredResult](
     types.ReadResourceResult | types.InputRequiredResult
 )
+
+
+_Listed = TypeVar("_Listed", bound=BaseModel)
 
 
 class GuardedSession:
@@ -250,11 +253,22 @@ class GuardedSession:
 
     # -- the SDK session's calls ---------------------------------------------------------------
 
+    async def _listing(
+        self,
+        method: str,
+        cursor: str | None,
+        params: types.PaginatedRequestParams | None,
+        model: type[_Listed],
+    ) -> _Listed:
+        """One page of a list method, parsed as the SDK parses it."""
+        raw = await self.request(method, _page(cursor, params))
+        result: _Listed = self._parse(method, raw, model)
+        return result
+
     async def list_tools(
         self, cursor: str | None = None, *, params: types.PaginatedRequestParams | None = None
     ) -> types.ListToolsResult:
-        raw = await self.request(methods.TOOLS_LIST, _page(cursor, params))
-        result: types.ListToolsResult = self._parse(methods.TOOLS_LIST, raw, types.ListToolsResult)
+        result = await self._listing(methods.TOOLS_LIST, cursor, params, types.ListToolsResult)
         for tool in result.tools:
             self._output_schemas[tool.name] = tool.output_schema
         return result
@@ -324,11 +338,7 @@ class GuardedSession:
     async def list_prompts(
         self, cursor: str | None = None, *, params: types.PaginatedRequestParams | None = None
     ) -> types.ListPromptsResult:
-        raw = await self.request(methods.PROMPTS_LIST, _page(cursor, params))
-        result: types.ListPromptsResult = self._parse(
-            methods.PROMPTS_LIST, raw, types.ListPromptsResult
-        )
-        return result
+        return await self._listing(methods.PROMPTS_LIST, cursor, params, types.ListPromptsResult)
 
     @overload
     async def get_prompt(
@@ -378,20 +388,14 @@ class GuardedSession:
     async def list_resources(
         self, cursor: str | None = None, *, params: types.PaginatedRequestParams | None = None
     ) -> types.ListResourcesResult:
-        raw = await self.request(methods.RESOURCES_LIST, _page(cursor, params))
-        result: types.ListResourcesResult = self._parse(
-            methods.RESOURCES_LIST, raw, types.ListResourcesResult
-        )
-        return result
+        model = types.ListResourcesResult
+        return await self._listing(methods.RESOURCES_LIST, cursor, params, model)
 
     async def list_resource_templates(
         self, cursor: str | None = None, *, params: types.PaginatedRequestParams | None = None
     ) -> types.ListResourceTemplatesResult:
-        raw = await self.request(methods.RESOURCE_TEMPLATES_LIST, _page(cursor, params))
-        result: types.ListResourceTemplatesResult = self._parse(
-            methods.RESOURCE_TEMPLATES_LIST, raw, types.ListResourceTemplatesResult
-        )
-        return result
+        model = types.ListResourceTemplatesResult
+        return await self._listing(methods.RESOURCE_TEMPLATES_LIST, cursor, params, model)
 
     @overload
     async def read_resource(

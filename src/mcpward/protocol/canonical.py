@@ -47,7 +47,7 @@ def normalise(value: Any) -> Any:
 _INT64 = 2**63
 
 
-def _plain(value: Any) -> bool:
+def is_plain(value: Any) -> bool:
     """True if orjson's sorted output is already canonical: ASCII text, 64-bit ints, no floats.
 
     For such values NFC is the identity, UTF-16 and code-point key order agree, and number
@@ -78,7 +78,7 @@ def _plain(value: Any) -> bool:
 
 def canonical_bytes(value: Any) -> bytes:
     """Canonical UTF-8 bytes of a JSON value."""
-    if _plain(value):
+    if is_plain(value):
         try:
             return orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
         except (TypeError, orjson.JSONEncodeError):
