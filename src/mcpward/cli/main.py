@@ -30,6 +30,9 @@ COMMANDS = {
     "redact": "mcpward.cli.scan",
     "eval": "mcpward.cli.scan",
     "token": "mcpward.cli.token_cmd",
+    "wire": "mcpward.cli.wire",
+    "unwire": "mcpward.cli.wire",
+    "doctor": "mcpward.cli.doctor",
 }
 COMMAND_MODULES = sorted(set(COMMANDS.values()))
 
