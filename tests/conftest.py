@@ -6,6 +6,7 @@ Helpers behind them live in tests/support (paths, gateway, processes, raw).
 from __future__ import annotations
 
 import os
+import tempfile
 from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -109,3 +110,29 @@ def client_mode(request: pytest.FixtureRequest) -> ClientMode:
     """Both protocol eras, for upstreams that speak both."""
     mode: ClientMode = request.param
     return mode
+
+
+@pytest.fixture(scope="session")
+def postgres_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """One real PostgreSQL cluster for the whole run (tests/support/postgres.py); in CI its absence
+    is a failure, elsewhere the tests that need it are skipped with the reason."""
+    from tests.support.postgres import PostgresUnavailable, running_cluster
+
+    base = Path(tempfile.mkdtemp(prefix="mcpward-pg-"))
+    try:
+        with running_cluster(base) as cluster:
+            yield cluster
+    except PostgresUnavailable as exc:
+        if os.environ.get("CI"):
+            raise
+        pytest.skip(str(exc))
+
+
+@pytest.fixture
+def pg_dsn(postgres_cluster: Any, request: pytest.FixtureRequest) -> str:
+    """The DSN of a fresh, empty database of the shared cluster, one per test."""
+    import re
+    import secrets as _secrets
+
+    stem = re.sub(r"[^a-z0-9]+", "_", request.node.name.lower())[:40]
+    return str(postgres_cluster.create_database(f"t_{stem}_{_secrets.token_hex(3)}"))
