@@ -105,6 +105,7 @@ def test_no_import_cycles() -> None:
         ("mcpward.relay", ("mcpward.cli", "mcpward.transport.http_front", "mcpward.guards")),
         ("mcpward.contracts", ("mcpward.relay", "mcpward.transport", "mcpward.cli")),
         ("mcpward.wiring", ("mcpward.relay", "mcpward.transport", "mcpward.cli")),
+        ("mcpward.console", ("mcpward.relay", "mcpward.transport", "mcpward.cli")),
         (
             "mcpward.protocol",
             ("mcpward.relay", "mcpward.pipeline", "mcpward.guards", "mcpward.cli"),

@@ -42,6 +42,7 @@ def test_demo_shows_each_step_and_exits_zero(tmp_path: Path) -> None:
     assert "add(a=2, b=3) -> 5" in out
     assert "Demo complete." in out
     assert "demo files kept" not in out
+    assert "mcpward demo --keep" in out and "mcpward console --config" in out
 
 
 async def test_demo_fails_when_the_gateway_does_not_deny(

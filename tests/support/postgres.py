@@ -1,4 +1,4 @@
-"""A real PostgreSQL cluster for tests: initdb in a temporary directory, one loopback port, stopped after.
+"""A real PostgreSQL cluster for tests: initdb in a temporary directory on one loopback port.
 
 The server binaries are found, not assumed (`MCPWARD_PG_BIN`, `pg_config --bindir`, then
 /usr/lib/postgresql/<newest>/bin). `initdb` refuses root, so as root the cluster runs as the

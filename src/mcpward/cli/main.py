@@ -33,6 +33,7 @@ COMMANDS = {
     "wire": "mcpward.cli.wire",
     "unwire": "mcpward.cli.wire",
     "doctor": "mcpward.cli.doctor",
+    "console": "mcpward.cli.console",
 }
 COMMAND_MODULES = sorted(set(COMMANDS.values()))
 

@@ -6,6 +6,7 @@ Each step is an async function of one `DemoRun`; later features append steps to 
 from __future__ import annotations
 
 import asyncio
+import shlex
 import shutil
 import sys
 import tempfile
@@ -23,6 +24,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.panel import Panel
 from rich.table import Table
+from rich.text import Text
 
 from mcpward.contracts.hold_walkthrough import accept_held_call, show_held_call
 from mcpward.demo.server import FAKE_SECRETS, write_control
@@ -331,7 +333,27 @@ async def run_walkthrough(
             console.print(f"[dim]demo files kept in {workdir}[/dim]", highlight=False)
         else:
             shutil.rmtree(workdir, ignore_errors=True)
+    if status == 0:
+        console.rule("[bold]next: the console", align="left")
+        # soft_wrap: the commands stay on one line each, so they can be copied as printed
+        console.print(console_pointer(config_path, kept=keep), soft_wrap=True)
     return status
+
+
+def console_pointer(config_path: Path, *, kept: bool) -> Text:
+    """How to open the review console on what the demo recorded (its pins, receipts, ledger)."""
+    text = Text("See the holds, pins, receipts and ledger of this run in the browser:\n")
+    config = shlex.quote(str(config_path))
+    if not kept:  # this run's files are gone: a kept run prints its own directory
+        text.append("  mcpward demo --keep   (keeps the demo's state for the console)\n")
+        config = f"DEMO_DIR/{config_path.name}"
+    text.append(
+        "  python -c 'import secrets; print(secrets.token_urlsafe(32))' > admin.token\n"
+        "  chmod 600 admin.token\n"
+        f"  mcpward console --config {config} --token-file admin.token\n"
+        "then open http://127.0.0.1:8932/ and sign in with the token in admin.token."
+    )
+    return text
 
 
 async def _drive(

@@ -111,6 +111,7 @@ class EntryKind(StrEnum):
 
     RECEIPT = "receipt"
     KEY_ROTATION = "key_rotation"
+    REVIEW = "review"  # an operator accepted or kept a HOLD in the review console
 
 
 def values(vocabulary: type[Enum]) -> list[str]:

@@ -21,6 +21,11 @@ from mcpward.protocol.eras import HANDSHAKE_VERSIONS
 from mcpward.protocol.jsonrpc import FrameError, FrameKind
 from mcpward.relay.gateway import Gateway
 from mcpward.transport.http_front.config import HttpFront
+from mcpward.transport.http_front.console_mount import (
+    build_console,
+    is_console_path,
+    serve_console,
+)
 from mcpward.transport.http_front.legacy import (
     LegacySession,
     LegacySessions,
@@ -93,6 +98,7 @@ class HttpFrontApp:
         parts = urlsplit(self.resource)
         self.metadata_url = f"{parts.scheme}://{parts.netloc}{METADATA_PREFIX}{parts.path}"
         self._metadata_paths = {METADATA_PREFIX, METADATA_PREFIX + front.path}
+        self.console = build_console(front, gateway.state_dir, gateway.config.evidence.path)
 
     async def close(self) -> None:
         await self.legacy.close_all()
@@ -130,6 +136,9 @@ class HttpFrontApp:
             await send_json(send, 403, jsonrpc.error(None, errors.INVALID_REQUEST, problem))
             return
         path = scope["path"]
+        if self.console is not None and is_console_path(path):
+            await serve_console(self.console, scope, receive, send)
+            return
         if path in self._metadata_paths:
             await self._metadata(scope, send)
             return

@@ -10,6 +10,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from mcpward.identity.models import OAuthSettings, StaticToken
+from mcpward.secret_refs import SecretRef
 
 DEFAULT_PORT = 8931
 DEFAULT_BODY_CAP = 4 * 1024 * 1024
@@ -53,6 +54,11 @@ class HttpFront(BaseModel):
         pattern=r"^https?://",
         description="The URL clients use for the MCP endpoint (RFC 9728 `resource`); "
         "default: http://<host>:<port><path>.",
+    )
+    admin_token: SecretRef | None = Field(
+        default=None,
+        description="The review console's admin token; when set, the console is served at "
+        "/console (never accepted on the MCP endpoint; must differ from every client token).",
     )
     max_body_bytes: int = Field(default=DEFAULT_BODY_CAP, ge=1024, le=256 * 1024 * 1024)
     max_sessions: int = Field(default=10_000, ge=1, le=1_000_000)

@@ -1,0 +1,107 @@
+"""`mcpward console`: serve the review console (holds, pins, receipts, ledger, guards) on loopback.
+
+Thin wiring: reads the config and the admin token file, builds `console.app`, runs uvicorn.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+import uvicorn
+from rich.console import Console as RichConsole
+from rich.text import Text
+
+from mcpward.config import ConfigError, load_config
+from mcpward.console.app import ConsoleSettings, create_console_app
+from mcpward.console.auth import (
+    AdminAuth,
+    AdminTokenError,
+    check_not_a_client_token,
+    read_admin_token_file,
+)
+from mcpward.evidence.settings import EvidencePaths
+from mcpward.store.paths import resolve_state_dir
+from mcpward.transport.http_front.config import HttpFront, is_loopback_host
+from mcpward.transport.http_front.origin import LOOPBACK_NAMES, HostOriginPolicy
+
+DEFAULT_LISTEN = "127.0.0.1:8932"
+err = RichConsole(stderr=True, highlight=False)
+
+
+def _fail(message: str, code: int = 2) -> typer.Exit:
+    err.print(Text(message, style="red"))
+    return typer.Exit(code)
+
+
+def parse_listen(value: str) -> tuple[str, int]:
+    host, sep, port = value.rpartition(":")
+    host = host.strip("[]")
+    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise _fail(f"--listen {value!r}: expected HOST:PORT, e.g. {DEFAULT_LISTEN}")
+    return host, int(port)
+
+
+def host_policy(host: str, port: int, allowed_hosts: list[str]) -> HostOriginPolicy:
+    """Which Host/Origin headers the console answers (the DNS-rebinding defence)."""
+    names = list(LOOPBACK_NAMES) if is_loopback_host(host) else []
+    hosts = {f"{name}:{port}" for name in names} | {h.strip().lower() for h in allowed_hosts}
+    origins = {f"http://{h}" for h in hosts} | {f"https://{h}" for h in hosts}
+    return HostOriginPolicy(frozenset(hosts), frozenset(), frozenset(origins))
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("console")
+    def console(
+        config: Annotated[Path, typer.Option("--config", "-c", help="The gateway config.")],
+        token_file: Annotated[
+            Path,
+            typer.Option("--token-file", help="File holding the console's admin token (mode 600)."),
+        ],
+        listen: Annotated[
+            str, typer.Option("--listen", help="HOST:PORT to serve on (loopback by default).")
+        ] = DEFAULT_LISTEN,
+        allow_non_loopback: Annotated[
+            bool,
+            typer.Option("--allow-non-loopback", help="Acknowledge listening beyond this host."),
+        ] = False,
+        allowed_host: Annotated[
+            list[str] | None,
+            typer.Option("--allowed-host", help="A Host header to accept (HOST:PORT), repeatable."),
+        ] = None,
+    ) -> None:
+        """Serve the review console: open holds with their diffs, accept or keep them."""
+        try:
+            loaded = load_config(config)
+            token = read_admin_token_file(token_file)
+            front = loaded.config.front
+            if isinstance(front, HttpFront):
+                check_not_a_client_token(token, (t.token_sha256 for t in front.tokens))
+        except (ConfigError, AdminTokenError) as exc:
+            raise _fail(str(exc)) from None
+        host, port = parse_listen(listen)
+        loopback = is_loopback_host(host)
+        if not loopback and not allow_non_loopback:
+            raise _fail(
+                f"--listen {host!r} is not a loopback address: also pass --allow-non-loopback "
+                "(and --allowed-host NAME:PORT) to serve the console beyond this host"
+            )
+        if not loopback and not any(h.strip() for h in allowed_host or []):
+            raise _fail("a non-loopback console needs --allowed-host NAME:PORT (Host is checked)")
+        state_dir = resolve_state_dir(loaded.config.state_dir)
+        settings = ConsoleSettings(
+            state_dir=state_dir,
+            evidence=EvidencePaths.resolve(state_dir, loaded.config.evidence.path),
+            auth=AdminAuth(token),
+            request_problem=host_policy(host, port, allowed_host or []).problem,
+        )
+        err.print(f"mcpward console on http://{host}:{port}/ (state: {state_dir})")
+        uvicorn.run(
+            create_console_app(settings),
+            host=host,
+            port=port,
+            log_level="warning",
+            access_log=False,
+            server_header=False,
+        )

@@ -1,0 +1,39 @@
+"""`mcpward console` refuses what it must before it serves anything."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from mcpward.cli.main import app
+from tests.console.state import ADMIN_TOKEN
+from tests.support.gateway import write_gateway_config
+
+
+def _run(tmp_path: Path, token: str, mode: int, *extra: str) -> tuple[int, str]:
+    config = write_gateway_config(tmp_path, [{"id": "x", "command": "true"}])
+    token_file = tmp_path / "admin.token"
+    token_file.write_text(token, encoding="utf-8")
+    token_file.chmod(mode)
+    args = ["console", "--config", str(config), "--token-file", str(token_file), *extra]
+    result = CliRunner().invoke(app, args)
+    return result.exit_code, result.output
+
+
+def test_a_non_loopback_listen_needs_the_opt_in(tmp_path: Path) -> None:
+    code, out = _run(tmp_path, ADMIN_TOKEN, 0o600, "--listen", "0.0.0.0:8932")
+    assert code == 2 and "--allow-non-loopback" in out
+    code, out = _run(
+        tmp_path, ADMIN_TOKEN, 0o600, "--listen", "0.0.0.0:8932", "--allow-non-loopback"
+    )
+    assert code == 2 and "--allowed-host" in out
+
+
+def test_a_loose_or_short_token_file_is_refused(tmp_path: Path) -> None:
+    code, out = _run(tmp_path, ADMIN_TOKEN, 0o644)
+    assert code == 2 and "chmod 600" in out
+    code, out = _run(tmp_path, "short", 0o600)
+    assert code == 2 and "24..512 characters" in out
+    code, out = _run(tmp_path, ADMIN_TOKEN, 0o600, "--listen", "nonsense")
+    assert code == 2 and "HOST:PORT" in out
