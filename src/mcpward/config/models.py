@@ -17,6 +17,7 @@ from pydantic import (
 from mcpward.evidence.settings import EvidenceSettings
 from mcpward.pipeline.spec import GuardSpec, Mode
 from mcpward.secret_refs import SecretRef
+from mcpward.store.settings import KeysSettings, StoreSettings
 from mcpward.transport.http_front.config import HttpFront
 
 UPSTREAM_ID = r"^[A-Za-z0-9][A-Za-z0-9_-]{0,62}$"
@@ -127,6 +128,8 @@ class GatewayConfig(Strict):
     )
     logging: LogSettings = Field(default_factory=LogSettings)
     evidence: EvidenceSettings = Field(default_factory=EvidenceSettings)
+    store: StoreSettings = Field(default_factory=StoreSettings)
+    keys: KeysSettings = Field(default_factory=KeysSettings)
 
     @field_validator("upstreams")
     @classmethod

@@ -6,8 +6,6 @@ of upstreams are all MACed, so an edit, a deleted row or a deleted upstream is d
 
 from __future__ import annotations
 
-import hashlib
-import hmac
 import json
 import sqlite3
 import threading
@@ -16,18 +14,21 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-import orjson
-
 from mcpward.contracts.model import HoldRecord, ItemKind, Pin
 from mcpward.contracts.store import (
     Key,
     PinStoreError,
     UpstreamPins,
-    hold_from_json,
     hold_to_json,
 )
-from mcpward.protocol.canonical import canonical_bytes
 from mcpward.store.keys import KeyFileError, load_or_create_secret
+from mcpward.store.pin_macs import (
+    PinMacs,
+    dump_json,
+    pin_set_digest,
+    verified_hold,
+    verify_upstream,
+)
 from mcpward.store.sqlite import open_database, transaction
 
 DB_NAME = "pins.sqlite3"
@@ -81,26 +82,18 @@ _PUT_HOLD = (
 )
 
 
-def _dump(value: Any) -> str:
-    try:
-        return orjson.dumps(value).decode()
-    except (TypeError, orjson.JSONEncodeError):
-        pass
-    try:
-        return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
-    except (RecursionError, ValueError, TypeError):
-        # too deep to store; the hash (MACed) still identifies it, the diff will say undiffable
-        return json.dumps({"x-mcpward-unstorable": "contract nested too deeply to store"})
-
-
 class SqlitePinStore:
     """`PinStore` on one SQLite file. Thread-safe; each call is one transaction."""
 
-    def __init__(self, state_dir: Path, *, db_name: str = DB_NAME) -> None:
+    def __init__(
+        self, state_dir: Path, *, db_name: str = DB_NAME, key: bytes | None = None
+    ) -> None:
+        """`key`: the MAC key when it is kept elsewhere (config `keys.dir`); default: the state
+        directory's `pins.key`, created on first use."""
         self.path = state_dir / db_name
         try:
             state_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
-            self._key = load_or_create_secret(state_dir / KEY_NAME)
+            self._key = key if key is not None else load_or_create_secret(state_dir / KEY_NAME)
         except (KeyFileError, OSError) as exc:
             raise PinStoreError(f"pin store key {state_dir / KEY_NAME}: {exc}") from None
         try:
@@ -108,6 +101,7 @@ class SqlitePinStore:
             self._conn.executescript(_SCHEMA)
         except sqlite3.Error as exc:
             raise PinStoreError(f"pin store {self.path}: {exc}") from None
+        self._macs = PinMacs(self._key)
         self._lock = threading.Lock()
         self._data_version = self._read_data_version()
         self._init_meta()
@@ -115,33 +109,10 @@ class SqlitePinStore:
     # -- MACs ----------------------------------------------------------------------------------
 
     def _mac(self, *parts: Any) -> str:
-        return hmac.new(self._key, canonical_bytes(list(parts)), hashlib.sha256).hexdigest()
+        return self._macs.mac(*parts)
 
     def _ok(self, mac: str, *parts: Any) -> bool:
-        return hmac.compare_digest(mac, self._mac(*parts))
-
-    def _pin_mac(
-        self,
-        upstream: str,
-        kind: str,
-        name: str,
-        hash_: str,
-        contract_text: str,
-        pinned_at: float,
-        source: str,
-    ) -> str:
-        """The MAC binds the pinned hash to the exact stored contract text, so a load verifies
-        both without recomputing the (costly) canonical hash of every contract."""
-        text_digest = hashlib.sha256(contract_text.encode()).hexdigest()
-        return self._mac("pin", upstream, kind, name, hash_, text_digest, pinned_at, source)
-
-    @staticmethod
-    def _digest(rows: Iterable[tuple[str, str, str]]) -> str:
-        """Digest of an upstream's pin set: catches deleted or resurrected rows."""
-        h = hashlib.sha256()
-        for kind, name, hash_ in sorted(rows):
-            h.update(canonical_bytes([kind, name, hash_]))
-        return h.hexdigest()
+        return self._macs.ok(mac, *parts)
 
     # -- schema and the upstream list ----------------------------------------------------------
 
@@ -191,7 +162,7 @@ class SqlitePinStore:
         rows = self._conn.execute(
             "SELECT kind, name, hash FROM pins WHERE upstream=?", (upstream,)
         ).fetchall()
-        digest = self._digest(rows)
+        digest = pin_set_digest(rows)
         old = self._conn.execute(
             "SELECT kinds FROM upstreams WHERE upstream=?", (upstream,)
         ).fetchone()
@@ -219,66 +190,18 @@ class SqlitePinStore:
             return self._load(upstream)
 
     def _load(self, upstream: str) -> UpstreamPins:
-        out = UpstreamPins(upstream)
-        problems: list[str] = []
-        ids, list_ok = self._upstream_list()
         manifest = self._conn.execute(
             "SELECT digest, kinds, updated_at, mac FROM upstreams WHERE upstream=?", (upstream,)
         ).fetchone()
-        rows = self._conn.execute(
+        pin_rows = self._conn.execute(
             f"SELECT {_PIN_COLUMNS} FROM pins WHERE upstream=?", (upstream,)
         ).fetchall()
-        if not list_ok:
-            problems.append("the list of pinned upstreams fails verification")
-        if manifest is None:
-            if upstream in ids:
-                problems.append("the upstream's pin manifest was deleted")
-            elif rows:
-                problems.append("pins exist without a manifest")
-        else:
-            digest, kinds_text, updated_at, mac = manifest
-            if not self._ok(mac, "upstream", upstream, digest, kinds_text, updated_at):
-                problems.append("the upstream's pin manifest fails verification")
-            elif list_ok and upstream not in ids:
-                problems.append("the upstream is missing from the verified upstream list")
-            try:
-                out.kinds = {ItemKind(k) for k in json.loads(kinds_text)}
-            except (ValueError, TypeError):
-                problems.append("the upstream's pin manifest is unreadable")
-            if digest != self._digest([(r[0], r[1], r[2]) for r in rows]):
-                problems.append("pins were added or deleted outside mcpward")
-        for kind, name, hash_, contract_text, pinned_at, source, mac in rows:
-            where = f"{kind} {name!r}"
-            expected = self._pin_mac(upstream, kind, name, hash_, contract_text, pinned_at, source)
-            if not hmac.compare_digest(mac, expected):
-                problems.append(f"pin of {where} fails verification")
-                continue
-            try:
-                contract = json.loads(contract_text)
-                item_kind = ItemKind(kind)
-            except ValueError:
-                problems.append(f"pin of {where} is unreadable")
-                continue
-            out.pins[(item_kind, name)] = Pin(
-                upstream, item_kind, name, hash_, contract, pinned_at, source
-            )
-        for kind, name, body, mac in self._conn.execute(
+        hold_rows = self._conn.execute(
             "SELECT kind, name, body, mac FROM holds WHERE upstream=?", (upstream,)
-        ).fetchall():
-            if not self._ok(mac, "hold", upstream, kind, name, body):
-                problems.append(f"hold of {kind} {name!r} fails verification")
-                continue
-            try:
-                hold = hold_from_json(json.loads(body))
-            except (ValueError, KeyError):
-                problems.append(f"hold of {kind} {name!r} is unreadable")
-                continue
-            out.holds[hold.key] = hold
-        if problems:
-            out.tampered = "; ".join(problems[:5]) + (
-                f" (+{len(problems) - 5} more)" if len(problems) > 5 else ""
-            )
-        return out
+        ).fetchall()
+        return verify_upstream(
+            self._macs, upstream, self._upstream_list(), manifest, pin_rows, hold_rows
+        )
 
     def upstreams(self) -> list[str]:
         with self._lock:
@@ -297,13 +220,11 @@ class SqlitePinStore:
                     "SELECT upstream, kind, name, body, mac FROM holds WHERE upstream=?",
                     (upstream,),
                 ).fetchall()
-        out = []
-        for up, kind, name, body, mac in rows:
-            if self._ok(mac, "hold", up, kind, name, body):
-                try:
-                    out.append(hold_from_json(json.loads(body)))
-                except (ValueError, KeyError):
-                    continue
+        out = [
+            hold
+            for up, kind, name, body, mac in rows
+            if (hold := verified_hold(self._macs, up, kind, name, body, mac)) is not None
+        ]
         out.sort(key=lambda h: (h.upstream, h.kind.value, h.name))
         return out
 
@@ -331,7 +252,7 @@ class SqlitePinStore:
                     )
                 for pin in put:
                     # callers pass hashes from contract_hash(); the MAC binds hash and text
-                    text = _dump(pin.contract)
+                    text = dump_json(pin.contract)
                     kind_value = pin.kind.value
                     self._conn.execute(
                         _PUT_PIN,
@@ -343,7 +264,7 @@ class SqlitePinStore:
                             text,
                             pin.pinned_at,
                             pin.source,
-                            self._pin_mac(
+                            self._macs.pin_mac(
                                 upstream,
                                 kind_value,
                                 pin.name,
@@ -360,7 +281,7 @@ class SqlitePinStore:
                         (upstream, kind.value, name),
                     )
                 for hold in put_holds:
-                    body = _dump(hold_to_json(hold))
+                    body = dump_json(hold_to_json(hold))
                     self._conn.execute(
                         _PUT_HOLD,
                         (

@@ -1,0 +1,121 @@
+"""The one place that opens the configured store: SQLite files in the state dir, or PostgreSQL.
+
+Callers (gateway, CLI, console) build a `StoreContext` from their config and never name a
+backend themselves; the commands a hold prints come from here too, so they name the same store.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+from mcpward.contracts.store import PinStore, PinStoreError
+from mcpward.store.keys import KeyFileError, load_or_create_secret
+from mcpward.store.paths import resolve_state_dir
+from mcpward.store.settings import KeysSettings, StoreSettings
+
+PINS_KEY_NAME = "pins.key"
+
+
+class ConfigWithStore(Protocol):
+    """What the factory reads from a `GatewayConfig` (kept structural: the store layer sits
+    below the config layer)."""
+
+    @property
+    def store(self) -> StoreSettings: ...
+
+    @property
+    def keys(self) -> KeysSettings: ...
+
+    @property
+    def state_dir(self) -> Path | None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class StoreContext:
+    """Which store a process uses and how a person reaches the same one from the CLI."""
+
+    settings: StoreSettings
+    state_dir: Path
+    keys_dir: Path
+    config_path: Path | None = None  # the config file naming this store, if any
+
+    @property
+    def postgres(self) -> bool:
+        return self.settings.kind == "postgres"
+
+    def cli_args(self) -> tuple[str, ...]:
+        """The arguments that point a CLI command at this store (`--config F` for PostgreSQL:
+        the database is only reachable through the config)."""
+        if self.config_path is not None and (self.postgres or self.keys_dir != self.state_dir):
+            return ("--config", str(self.config_path))
+        return ("--state-dir", str(self.state_dir))
+
+    def pins_key(self) -> bytes:
+        path = self.keys_dir / PINS_KEY_NAME
+        try:
+            self.keys_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+            return load_or_create_secret(path)
+        except (KeyFileError, OSError) as exc:
+            raise PinStoreError(f"pin store key {path}: {exc}") from None
+
+
+def sqlite_context(state_dir: Path) -> StoreContext:
+    """The embedded store of one state directory (no config file)."""
+    return StoreContext(StoreSettings(), state_dir, state_dir)
+
+
+def context_from_config(config: ConfigWithStore, config_path: Path | str | None) -> StoreContext:
+    state_dir = resolve_state_dir(config.state_dir)
+    keys_dir = config.keys.dir.expanduser() if config.keys.dir is not None else state_dir
+    path = Path(config_path).expanduser().resolve() if config_path is not None else None
+    return StoreContext(config.store, state_dir, keys_dir, path)
+
+
+def migrate_hint(context: StoreContext) -> str:
+    return " ".join(context.cli_args())
+
+
+def open_pin_store(context: StoreContext) -> PinStore:
+    """The configured pin store, checked: a PostgreSQL schema behind or ahead is refused."""
+    if not context.postgres:
+        from mcpward.store.pins_sqlite import SqlitePinStore
+
+        return SqlitePinStore(context.state_dir, key=context.pins_key())
+    from mcpward.store.postgres.migrations import SchemaMismatch, check_schema
+    from mcpward.store.postgres.pins import PostgresPinStore
+    from mcpward.store.postgres.pool import PostgresUnavailable, acquire_pool, release_pool
+
+    key = context.pins_key()
+    try:
+        pool = acquire_pool(context.settings)
+    except PostgresUnavailable as exc:
+        raise PinStoreError(f"pin store: {exc}") from None
+    try:
+        check_schema(pool, migrate_hint(context))
+        return PostgresPinStore(pool, key)
+    except (PostgresUnavailable, SchemaMismatch) as exc:
+        release_pool(pool)
+        raise PinStoreError(f"pin store: {exc}") from None
+
+
+def store_ready(context: StoreContext) -> str | None:
+    """None when the store answers and its schema is current; else the reason (for /readyz and
+    `mcpward store status`; names no secret)."""
+    if not context.postgres:
+        return None if context.state_dir.is_dir() else f"{context.state_dir} is missing"
+    from mcpward.store.postgres.migrations import SchemaMismatch, check_schema
+    from mcpward.store.postgres.pool import PostgresUnavailable, acquire_pool, release_pool
+
+    try:
+        pool = acquire_pool(context.settings)
+    except PostgresUnavailable as exc:
+        return str(exc)
+    try:
+        check_schema(pool, migrate_hint(context))
+    except (PostgresUnavailable, SchemaMismatch) as exc:
+        return str(exc)
+    finally:
+        release_pool(pool)
+    return None

@@ -1,0 +1,1 @@
+"""The PostgreSQL backend of the shared state: pool, migrations, pins, notify, revocations."""
