@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -16,7 +17,7 @@ from mcpward.evidence.checkpoint import Checkpoint, SignedCheckpoint, origin_for
 from mcpward.evidence.keyring import HmacKeyring, load_or_create_signer, read_verifier_keys
 from mcpward.evidence.note import NoteSigner, VerifierKey
 from mcpward.evidence.settings import EvidencePaths
-from mcpward.evidence.store import LedgerStore, StoredCheckpoint
+from mcpward.evidence.store import LedgerStore, LedgerView, StoredCheckpoint
 from mcpward.evidence.verify import LedgerVerifier, VerifyReport
 from mcpward.evidence.vocabulary import EntryKind
 from mcpward.store.ledger_sqlite import SqliteLedgerStore, read_snapshot
@@ -41,13 +42,18 @@ class Ledger:
         self.paths = paths
 
     @classmethod
-    def open(cls, paths: EvidencePaths, *, synchronous: str = "FULL") -> Ledger:
-        """Open (creating on first run) the ledger, its HMAC key and its signing key."""
+    def open(
+        cls, paths: EvidencePaths, *, synchronous: str = "FULL", store: LedgerStore | None = None
+    ) -> Ledger:
+        """Open (creating on first run) the ledger, its HMAC key and its signing key. `store`:
+        an opened backend (the fleet's PostgreSQL ledger); default: the SQLite file of `paths`."""
         paths.root.mkdir(parents=True, exist_ok=True, mode=0o700)
+        paths.keys.mkdir(parents=True, exist_ok=True, mode=0o700)
         keyring = HmacKeyring(paths.keys)
         keyring.ensure_active()
         signer = load_or_create_signer(paths.keys, paths.public_key)
-        store = SqliteLedgerStore(paths.ledger, synchronous=synchronous)
+        if store is None:
+            store = SqliteLedgerStore(paths.ledger, synchronous=synchronous)
         return cls(store, keyring, signer, paths)
 
     @property
@@ -146,14 +152,16 @@ def verify_ledger(
     use_hmac: bool = True,
     receipts_dir: Path | None = None,
     receipts_since: float | None = None,
+    view_of: AbstractContextManager[LedgerView] | None = None,
 ) -> VerifyReport:
-    """Verify a ledger file without writing to it or creating keys.
+    """Verify a ledger (the SQLite file of `paths`, or the snapshot `view_of` opens: the fleet's
+    PostgreSQL ledger) without writing to it or creating keys.
 
     Trusted public keys: the given files, else the state dir's `signing.pub`. HMACs are checked
     when `use_hmac` and the keys directory exists (the key holder's view).
     """
     verifiers, keyring = trusted_keys(paths, public_keys, use_hmac)
-    with read_snapshot(paths.ledger) as view:
+    with read_snapshot(paths.ledger) if view_of is None else view_of as view:
         ledger_id = view.ledger_id()
         notes = [cp.note for cp in view.checkpoints()] + list(checkpoint_notes)
         verifier = LedgerVerifier(

@@ -30,6 +30,8 @@ from mcpward.evidence.writer import (
     LedgerWriter,
     log,
 )
+from mcpward.store.factory import StoreContext, migrate_hint
+from mcpward.store.postgres.ledger import open_postgres_ledger
 
 __all__ = [
     "MAX_PENDING_FACTOR",
@@ -143,14 +145,39 @@ def recover(ledger: Ledger) -> None:
         )
 
 
-def build_recorder(settings: EvidenceSettings, state_dir: Path) -> Recorder:
+def open_ledger(
+    settings: EvidenceSettings, state_dir: Path, store: StoreContext | None = None
+) -> Ledger:
+    """The ledger the configuration names: the state dir's SQLite file, or the fleet's PostgreSQL
+    ledger (`store.kind: postgres`) with the keys from the `keys:` section.
+
+    SQLite: every level commits with synchronous=NORMAL (the WAL written, not fsynced); the
+    writer's fsync thread makes it durable: before the answer (sync) or on a timer (crash_safe).
+    PostgreSQL: sync commits with synchronous_commit on (flushed by the server before COMMIT
+    returns); crash_safe and batched with it off, and the fsync thread forces the flush."""
+    keys_dir = store.keys_dir if store is not None else None
+    paths = EvidencePaths.resolve(state_dir, settings.path, keys_dir)
+    if store is None or not store.postgres:
+        return Ledger.open(paths, synchronous="NORMAL")
+    backend = open_postgres_ledger(
+        store.settings,
+        synchronous_commit=settings.durability == "sync",
+        migrate_hint=migrate_hint(store),
+    )
+    try:
+        return Ledger.open(paths, store=backend)
+    except BaseException:
+        backend.close()
+        raise
+
+
+def build_recorder(
+    settings: EvidenceSettings, state_dir: Path, store: StoreContext | None = None
+) -> Recorder:
     """The relay's recorder for this configuration (NullRecorder when evidence is disabled)."""
     if not settings.enabled:
         return NullRecorder()
-    paths = EvidencePaths.resolve(state_dir, settings.path)
-    # Every level commits with synchronous=NORMAL (the WAL written, not fsynced); the writer's
-    # fsync thread makes it durable: before the answer (sync) or on a timer (crash_safe).
-    ledger = Ledger.open(paths, synchronous="NORMAL")
+    ledger = open_ledger(settings, state_dir, store)
     recover(ledger)
     ledger.store.note_durability(settings.durability, time.time())
     return LedgerRecorder(ledger, settings)

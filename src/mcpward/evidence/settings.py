@@ -85,13 +85,18 @@ class EvidencePaths:
     latest_checkpoint: Path
 
     @classmethod
-    def resolve(cls, state_dir: Path, ledger: Path | None = None) -> EvidencePaths:
+    def resolve(
+        cls, state_dir: Path, ledger: Path | None = None, keys_dir: Path | None = None
+    ) -> EvidencePaths:
+        """`keys_dir` (the `keys:` section; a fleet shares it) holds `evidence/keys` and
+        `evidence/signing.pub`; default: the state dir."""
         root = state_dir / "evidence"
+        key_root = root if keys_dir is None else keys_dir / "evidence"
         path = root / "ledger.sqlite" if ledger is None else ledger.expanduser()
         return cls(
             root=root,
             ledger=path if path.is_absolute() else state_dir / path,
-            keys=root / "keys",
-            public_key=root / "signing.pub",
+            keys=key_root / "keys",
+            public_key=key_root / "signing.pub",
             latest_checkpoint=root / "checkpoint.latest",
         )

@@ -1,6 +1,7 @@
 """The ledger storage interface: append-only entries plus signed checkpoints, one backend per store.
 
-The embedded SQLite backend is `mcpward.store.ledger_sqlite`; a shared PostgreSQL one can follow.
+The embedded SQLite backend is `mcpward.store.ledger_sqlite`; the fleet's shared one is
+`mcpward.store.postgres.ledger` (one chain for every replica).
 """
 
 from __future__ import annotations
@@ -11,6 +12,13 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from mcpward.evidence.chain import ChainHead, SealedEntry
+
+
+class LedgerUnavailable(RuntimeError):
+    """The ledger's database cannot be reached right now (down, restarting, unreachable).
+
+    Nothing of the failed call was acknowledged; the store reconnects by itself on a later call,
+    so the writer fails the batch in hand (closed) and keeps going."""
 
 
 @dataclass(frozen=True, slots=True)

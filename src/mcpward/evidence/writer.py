@@ -20,10 +20,12 @@ from mcpward.evidence.ledger import Ledger
 from mcpward.evidence.receipt import PayloadHashes, build_receipt
 from mcpward.evidence.record import DecisionRecord
 from mcpward.evidence.settings import EvidenceSettings
-from mcpward.evidence.store import LedgerStore
+from mcpward.evidence.store import LedgerStore, LedgerUnavailable
 
 log = logging.getLogger("mcpward.evidence")
 
+# while the ledger's database is unreachable, its failures are logged at most this often
+OUTAGE_LOG_EVERY_S = 10.0
 # batched: at most this many batches wait before `record` applies backpressure
 MAX_PENDING_FACTOR = 8
 # batched: the writer commits once this many receipts wait (or batch_interval_ms after the first).
@@ -138,6 +140,13 @@ class WalSyncer:
                 self._dirty_since = None
             try:
                 self._store.sync_wal()
+            except LedgerUnavailable as exc:  # the database is away: retry, never give up
+                with self._cond:
+                    if self._dirty_since is None:
+                        self._dirty_since = time.monotonic()
+                resolve(waiters, EvidenceUnavailable(f"receipt not made durable: {exc}"))
+                time.sleep(self._interval or 0.05)
+                continue
             except BaseException as exc:  # the log cannot be made durable: fail closed
                 with self._cond:
                     self._failed = True
@@ -179,6 +188,8 @@ class LedgerWriter:
         self.commits = 0  # transactions
         self.checkpoints = 0
         self.rejected = 0  # batched: receipts that could not be built after the answer went out
+        self.unavailable = 0  # receipts refused (or, batched, lost) while the store was away
+        self._outage_logged = 0.0  # monotonic time of the last outage log line
         self._current: list[Job] = []  # the batch in hand (failed too if the writer dies)
         self._syncer: WalSyncer | None = None
         if self._level != "batched":  # batched: the WAL is fsynced by SQLite's own checkpoints
@@ -319,9 +330,15 @@ class LedgerWriter:
             return
         try:
             self.ledger.append(pending)
+        except LedgerUnavailable as exc:  # fail this batch closed; the store reconnects later
+            self._unavailable(exc, waiters, len(pending))
+            return
         except BaseException as exc:  # every waiter must learn of the failure
             self._fail(exc, waiters)
             return
+        if self._outage_logged:
+            log.warning("the ledger's database is back; receipts are committed again")
+            self._outage_logged = 0.0
         self.committed += len(pending)
         self.commits += 1
         self._since_checkpoint += len(pending)
@@ -333,6 +350,21 @@ class LedgerWriter:
         else:
             resolve(waiters)  # crash_safe: written to the OS; a process kill cannot lose it
             self._syncer.committed([])
+
+    def _unavailable(
+        self, exc: LedgerUnavailable, waiters: list[asyncio.Future[None]], count: int
+    ) -> None:
+        """The store is away for now: the batch's callers fail closed (their answers are not
+        released); nothing is marked failed, the next batch tries again."""
+        self.unavailable += count
+        now = time.monotonic()
+        if now - self._outage_logged >= OUTAGE_LOG_EVERY_S:
+            lost = "" if waiters else " (batched: their answers were already sent)"
+            log.error(
+                "ledger database unavailable, %d receipt(s) refused%s: %s", count, lost, exc
+            )
+            self._outage_logged = now
+        resolve(waiters, EvidenceUnavailable(f"receipt not committed: {exc}"))
 
     def _fail(self, exc: BaseException, waiters: Iterable[asyncio.Future[None]] = ()) -> None:
         """Refuse everything from now on; wake every waiter with the failure."""

@@ -22,6 +22,7 @@ from mcpward.relay.links import MessageHandler, UpstreamLink
 from mcpward.relay.naming import Namespace
 from mcpward.relay.session import Downstream, Session
 from mcpward.relay.shared import SessionServices
+from mcpward.store.factory import context_from_config
 from mcpward.store.paths import resolve_state_dir
 from mcpward.transport.connectors import make_connection
 from mcpward.transport.egress.client import egress_http_client
@@ -91,7 +92,8 @@ class Gateway:
         """Assemble the gateway and attach every guard. Upstreams start with the first session."""
         state_dir = resolve_state_dir(loaded.config.state_dir)
         if recorder is None:
-            recorder = build_recorder(loaded.config.evidence, state_dir)
+            store = context_from_config(loaded.config, _config_path(loaded))
+            recorder = build_recorder(loaded.config.evidence, state_dir, store)
         gateway = cls(loaded, state_dir, recorder, connections)
         services = GatewayServices(
             state_dir=state_dir,
@@ -168,3 +170,8 @@ class Gateway:
 def _executable(connection: UpstreamConnection) -> str | None:
     digest = getattr(connection, "executable_sha256", None)
     return digest if isinstance(digest, str) else None
+
+
+def _config_path(loaded: LoadedConfig) -> Path | None:
+    """The config file's path (None for a config parsed from memory, e.g. `<config>`)."""
+    return None if loaded.source.startswith("<") else Path(loaded.source)

@@ -1,0 +1,242 @@
+"""The fleet's ledger on a real PostgreSQL server: replicas appending to one chain, the fleet-only
+tamper cases, an export verified with only the public key, and an outage the writer survives."""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+import threading
+import time
+from pathlib import Path
+
+import orjson
+import psycopg
+import pytest
+
+from mcpward.evidence.chain import PendingEntry
+from mcpward.evidence.export import export_jsonl, read_jsonl
+from mcpward.evidence.ledger import Ledger
+from mcpward.evidence.receipt import build_receipt, payload_hashes
+from mcpward.evidence.recorder import LedgerRecorder, open_ledger
+from mcpward.evidence.settings import EvidencePaths, EvidenceSettings
+from mcpward.evidence.store import LedgerUnavailable
+from mcpward.evidence.verify import LedgerVerifier
+from mcpward.evidence.vocabulary import LedgerState, VerifyReason
+from mcpward.evidence.writer import EvidenceUnavailable
+from mcpward.store.factory import StoreContext
+from mcpward.store.postgres.ledger import PostgresLedgerStore, open_postgres_snapshot
+from mcpward.store.postgres.pool import PgPool
+from mcpward.store.settings import StoreSettings
+from tests.evidence.records import decision
+from tests.evidence.tamper import attacker, pg_evidence, verify
+from tests.evidence.tamper import open_ledger as open_test_ledger
+from tests.store.pg import pg_context
+from tests.support.postgres import running_cluster
+
+
+def replica(context: StoreContext, tmp_path: Path, name: str) -> tuple[Ledger, EvidencePaths]:
+    """One replica's view of the fleet ledger: its own state dir, the shared keys and database."""
+    state = tmp_path / name
+    state.mkdir(exist_ok=True)
+    paths = pg_evidence(StoreContext(context.settings, state, context.keys_dir), tmp_path / name)
+    return open_test_ledger(paths), paths
+
+
+def receipts(first: int, count: int) -> list[PendingEntry]:
+    return [
+        PendingEntry.of_receipt(build_receipt(decision(i)), time.time())
+        for i in range(first, first + count)
+    ]
+
+
+def two_replicas_interleaved(
+    context: StoreContext, tmp_path: Path, rounds: int = 30
+) -> tuple[list[int], list[int], EvidencePaths]:
+    """Replicas a and b append batches from two threads at once; the seqs each one wrote."""
+    (ledger_a, paths_a), (ledger_b, _) = (
+        replica(context, tmp_path, "a"),
+        replica(context, tmp_path, "b"),
+    )
+    written: dict[str, list[int]] = {"a": [], "b": []}
+    start = threading.Barrier(2)
+
+    def run(name: str, ledger: Ledger) -> None:
+        start.wait()
+        for n in range(rounds):
+            sealed = ledger.append(receipts(n * 3, 3))
+            written[name] += [entry.seq for entry in sealed]
+
+    threads = [
+        threading.Thread(target=run, args=(name, ledger))
+        for name, ledger in (("a", ledger_a), ("b", ledger_b))
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    written["a"] += [entry.seq for entry in ledger_a.append(receipts(500, 3))]  # a writes last
+    ledger_a.checkpoint()
+    ledger_a.close()
+    ledger_b.close()
+    return written["a"], written["b"], paths_a
+
+
+def test_two_replicas_append_to_one_chain_and_it_verifies(pg_dsn: str, tmp_path: Path) -> None:
+    context = pg_context(pg_dsn, tmp_path)
+    a, b, paths = two_replicas_interleaved(context, tmp_path)
+    assert (len(a), len(b)) == (93, 90) and not set(a) & set(b)
+    assert sorted(a + b) == list(range(183))  # one sequence, no gap, no fork
+    report = verify(paths)
+    assert (report.state, report.entries, report.verified_through) == (LedgerState.OK, 183, 183)
+
+
+def test_a_whole_replicas_records_dropped(pg_dsn: str, tmp_path: Path) -> None:
+    context = pg_context(pg_dsn, tmp_path)
+    _a, b, paths = two_replicas_interleaved(context, tmp_path)
+    with attacker(paths.ledger) as conn:
+        conn.execute("DELETE FROM ledger_entries WHERE seq = ANY(?)", (b,))
+    report = verify(paths)
+    assert (report.state, report.reason, report.first_bad_seq) == (
+        LedgerState.TAMPERED,
+        VerifyReason.SEQUENCE_GAP,
+        min(b),
+    ), report.to_dict()
+
+
+def test_one_replicas_tail_deleted(pg_dsn: str, tmp_path: Path) -> None:
+    context = pg_context(pg_dsn, tmp_path)
+    a, b, paths = two_replicas_interleaved(context, tmp_path)
+    # b's last records lie in the middle of the chain (a wrote after them): a gap
+    cut = b[-6:]
+    assert max(cut) < max(a)
+    with attacker(paths.ledger) as conn:
+        conn.execute("DELETE FROM ledger_entries WHERE seq = ANY(?)", (cut,))
+    report = verify(paths)
+    assert (report.state, report.reason, report.first_bad_seq) == (
+        LedgerState.TAMPERED,
+        VerifyReason.SEQUENCE_GAP,
+        min(cut),
+    ), report.to_dict()
+
+
+def test_the_last_replicas_tail_deleted_is_truncated(pg_dsn: str, tmp_path: Path) -> None:
+    context = pg_context(pg_dsn, tmp_path)
+    a, _b, paths = two_replicas_interleaved(context, tmp_path)
+    cut = a[-3:]  # a wrote last
+    with attacker(paths.ledger) as conn:
+        conn.execute("DELETE FROM ledger_entries WHERE seq >= ?", (min(cut),))
+    report = verify(paths)
+    assert (report.state, report.reason, report.first_bad_seq) == (
+        LedgerState.TRUNCATED,
+        VerifyReason.FEWER_ENTRIES_THAN_CHECKPOINT,
+        min(cut),
+    ), report.to_dict()
+
+
+def test_an_export_verifies_with_only_the_public_key(pg_dsn: str, tmp_path: Path) -> None:
+    context = pg_context(pg_dsn, tmp_path)
+    _, b, paths = two_replicas_interleaved(context, tmp_path)
+    published = tmp_path / "published.pub"
+    shutil.copy(paths.public_key, published)
+    export = tmp_path / "fleet.jsonl"
+    with open_postgres_snapshot(context.settings) as view, export.open("wb") as out:
+        assert export_jsonl(view, out) == 183
+        notes = [cp.note for cp in view.checkpoints()]
+    outsider = LedgerVerifier(verifiers=[*_keys(published)])
+    exported = read_jsonl(export)
+    report = outsider.verify(
+        exported.entries, notes, start_seq=None, start_prev=exported.start_prev
+    )
+    assert (report.state, report.verified_through) == (LedgerState.OK, 183), report.to_dict()
+    # the same export without replica b's lines: the chain breaks where b's first line was
+    kept = [e for e in exported.entries if e.seq not in set(b)]
+    report = outsider.verify(kept, notes, start_seq=None, start_prev=exported.start_prev)
+    if min(b) == 0:  # the export now starts at a's first line, which does not follow seq -1
+        expected = (VerifyReason.ENTRY_HASH_MISMATCH, kept[0].seq)
+    else:
+        expected = (VerifyReason.SEQUENCE_GAP, min(b))
+    assert (report.state, report.reason, report.first_bad_seq) == (LedgerState.TAMPERED, *expected)
+
+
+def _keys(path: Path) -> list:  # type: ignore[type-arg]
+    from mcpward.evidence.keyring import read_verifier_keys
+
+    return list(read_verifier_keys(path))
+
+
+def test_the_store_refuses_a_database_without_the_ledger_schema(
+    pg_dsn: str, tmp_path: Path
+) -> None:
+    context = pg_context(pg_dsn, tmp_path, migrated=False)
+    with pytest.raises(Exception, match="mcpward store migrate"):
+        open_ledger(EvidenceSettings(), context.state_dir, context)
+
+
+async def test_database_down_fails_closed_and_the_writer_recovers(tmp_path: Path) -> None:
+    """A cluster of its own, stopped and started again: receipts are refused while it is down
+    (no answer may go out), the writer keeps running, and commits resume when it is back."""
+    with running_cluster(tmp_path / "pg") as cluster:
+        context = pg_context(cluster.create_database("fleet"), tmp_path)
+        settings = EvidenceSettings(durability="crash_safe")
+        recorder = LedgerRecorder(open_ledger(settings, context.state_dir, context), settings)
+        for i in range(5):
+            await recorder.record(decision(i))
+        cluster.stop("fast")  # a clean stop: every commit made before it is kept
+        with pytest.raises(EvidenceUnavailable, match="receipt not committed"):
+            await recorder.record(decision(5))
+        with pytest.raises(EvidenceUnavailable):
+            await recorder.record(decision(6))
+        cluster.start()
+        deadline = time.monotonic() + 20
+        while True:  # the first calls after the restart may still see the back-off
+            try:
+                await recorder.record(decision(7))
+                break
+            except EvidenceUnavailable:
+                assert time.monotonic() < deadline, "the writer never recovered"
+                await asyncio.sleep(0.1)
+        for i in range(8, 12):
+            await recorder.record(decision(i))
+        committed = recorder.committed
+        await recorder.close()
+        paths = EvidencePaths.resolve(context.state_dir, None, context.keys_dir)
+        with open_postgres_snapshot(context.settings) as view:
+            entries = list(view.entries())
+        # every acknowledged receipt is there, and nothing else (the refused ones never reached
+        # a live server); the chain is whole and signed at close
+        assert committed == len(entries) == 10
+        served = [orjson.loads(e.body)["receipt"]["input_hash"] for e in entries]
+        assert served == [
+            payload_hashes(decision(i)).input_hash for i in [*range(5), *range(7, 12)]
+        ]
+        report = verify_on(paths, context)
+        assert report.state is LedgerState.OK, report.to_dict()
+
+
+def verify_on(paths: EvidencePaths, context: StoreContext):  # type: ignore[no-untyped-def]
+    from mcpward.evidence.ledger import verify_ledger
+
+    return verify_ledger(paths, view_of=open_postgres_snapshot(context.settings))
+
+
+def test_a_store_error_is_unavailable_not_fatal(tmp_path: Path) -> None:
+    """The mapping the writer relies on: a lost server is LedgerUnavailable, raised fast."""
+    with running_cluster(tmp_path / "pg") as cluster:
+        context = pg_context(cluster.create_database("fleet"), tmp_path)
+        dsn = context.settings.dsn
+        assert isinstance(dsn, str)
+        pool = PgPool(dsn, StoreSettings(timeout_s=2.0))
+        store = PostgresLedgerStore(pool, synchronous_commit=False)
+        assert store.head().size == 0
+        cluster.stop("immediate")
+        with pytest.raises(LedgerUnavailable):
+            store.head()
+        with pytest.raises(LedgerUnavailable):
+            store.sync_wal()
+        cluster.start()
+        time.sleep(0.3)  # past the back-off
+        assert store.head().size == 0 and store.sync_wal()
+        store.close()
+        pool.pool.close()
+        with psycopg.connect(dsn) as conn:
+            assert conn.execute("SELECT count(*) FROM ledger_entries").fetchone() == (0,)
