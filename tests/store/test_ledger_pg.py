@@ -30,6 +30,7 @@ from mcpward.store.settings import StoreSettings
 from tests.evidence.records import decision
 from tests.evidence.tamper import attacker, pg_evidence, verify
 from tests.evidence.tamper import open_ledger as open_test_ledger
+from tests.store.fleet_replicas import own_cluster_dir
 from tests.store.pg import pg_context
 from tests.support.postgres import running_cluster
 
@@ -175,7 +176,7 @@ def test_the_store_refuses_a_database_without_the_ledger_schema(
 async def test_database_down_fails_closed_and_the_writer_recovers(tmp_path: Path) -> None:
     """A cluster of its own, stopped and started again: receipts are refused while it is down
     (no answer may go out), the writer keeps running, and commits resume when it is back."""
-    with running_cluster(tmp_path / "pg") as cluster:
+    with running_cluster(own_cluster_dir()) as cluster:
         context = pg_context(cluster.create_database("fleet"), tmp_path)
         settings = EvidenceSettings(durability="crash_safe")
         recorder = LedgerRecorder(open_ledger(settings, context.state_dir, context), settings)
@@ -221,7 +222,7 @@ def verify_on(paths: EvidencePaths, context: StoreContext):  # type: ignore[no-u
 
 def test_a_store_error_is_unavailable_not_fatal(tmp_path: Path) -> None:
     """The mapping the writer relies on: a lost server is LedgerUnavailable, raised fast."""
-    with running_cluster(tmp_path / "pg") as cluster:
+    with running_cluster(own_cluster_dir()) as cluster:
         context = pg_context(cluster.create_database("fleet"), tmp_path)
         dsn = context.settings.dsn
         assert isinstance(dsn, str)

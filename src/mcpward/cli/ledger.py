@@ -8,7 +8,8 @@ from __future__ import annotations
 import json
 import sys
 import time
-from dataclasses import replace
+from contextlib import AbstractContextManager
+from dataclasses import dataclass, replace
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any
@@ -18,6 +19,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from mcpward.cli.store_context import StoreChoiceError, cli_store_context
 from mcpward.config import ConfigError, load_config
 from mcpward.evidence.checkpoint import (
     CheckpointError,
@@ -37,11 +39,14 @@ from mcpward.evidence.ledger import Ledger, trusted_keys, verify_ledger
 from mcpward.evidence.schemas import SCHEMAS
 from mcpward.evidence.settings import EvidencePaths
 from mcpward.evidence.stats import Stats, compute_stats
+from mcpward.evidence.store import LedgerView
 from mcpward.evidence.verify import LedgerVerifier, VerifyReport
 from mcpward.evidence.vocabulary import LedgerState
+from mcpward.store.factory import StoreContext, migrate_hint
 from mcpward.store.keys import KeyFileError
 from mcpward.store.ledger_sqlite import LedgerStoreError, read_snapshot
 from mcpward.store.paths import resolve_state_dir
+from mcpward.store.postgres.ledger import open_postgres_ledger, open_postgres_snapshot
 
 EXIT_OK = 0
 EXIT_BAD = 1  # tampered, truncated, or receipt files not intact
@@ -80,17 +85,55 @@ def _fail(message: str, code: int = EXIT_ERROR) -> typer.Exit:
     return typer.Exit(code)
 
 
-def evidence_paths(config: Path | None, state_dir: Path | None) -> EvidencePaths:
-    """Where the ledger is: from a config file, else the state directory."""
-    ledger_path = None
-    if config is not None:
+@dataclass(frozen=True, slots=True)
+class LedgerSource:
+    """Where a command finds the ledger and its keys: the state dir's SQLite file, or the
+    fleet's PostgreSQL ledger when `--config` names `store.kind: postgres`."""
+
+    paths: EvidencePaths
+    store: StoreContext | None = None
+
+    @property
+    def postgres(self) -> bool:
+        return self.store is not None and self.store.postgres
+
+    def snapshot(self) -> AbstractContextManager[LedgerView]:
+        if self.store is not None and self.store.postgres:
+            return open_postgres_snapshot(self.store.settings)
+        return read_snapshot(self.paths.ledger)
+
+    def open(self) -> Ledger:
+        if self.store is None or not self.store.postgres:
+            if not self.paths.ledger.exists():
+                raise _fail(f"no ledger at {self.paths.ledger}")
+            return Ledger.open(self.paths)
+        backend = open_postgres_ledger(
+            self.store.settings, synchronous_commit=True, migrate_hint=migrate_hint(self.store)
+        )
         try:
-            loaded = load_config(config)
-        except ConfigError as exc:
-            raise _fail(str(exc)) from None
-        state_dir = state_dir or loaded.config.state_dir
-        ledger_path = loaded.config.evidence.path
-    return EvidencePaths.resolve(resolve_state_dir(state_dir), ledger_path)
+            return Ledger.open(self.paths, store=backend)
+        except BaseException:
+            backend.close()
+            raise
+
+
+def ledger_source(config: Path | None, state_dir: Path | None) -> LedgerSource:
+    """The ledger of a config file (its state dir, `evidence.path`, `store:` and `keys:`), else
+    of the state directory."""
+    if config is None:
+        return LedgerSource(EvidencePaths.resolve(resolve_state_dir(state_dir)))
+    try:
+        loaded = load_config(config)
+        context = cli_store_context(state_dir, config)
+    except (ConfigError, StoreChoiceError) as exc:
+        raise _fail(str(exc)) from None
+    paths = EvidencePaths.resolve(context.state_dir, loaded.config.evidence.path, context.keys_dir)
+    return LedgerSource(paths, context)
+
+
+def evidence_paths(config: Path | None, state_dir: Path | None) -> EvidencePaths:
+    """Where the ledger's files and keys are: from a config file, else the state directory."""
+    return ledger_source(config, state_dir).paths
 
 
 def _since(value: str | None) -> float | None:
@@ -196,7 +239,8 @@ def register(app: typer.Typer) -> None:
         state_dir: StateDirOpt = None,
     ) -> None:
         """Check the ledger: ok | tampered | truncated | unsigned | empty (exit 0|1|1|2|2)."""
-        paths = evidence_paths(config, state_dir)
+        source = ledger_source(config, state_dir)
+        paths = source.paths
         keys = public_key or []
         try:
             notes = [load_checkpoint_file(p) for p in checkpoint or []]
@@ -205,9 +249,10 @@ def register(app: typer.Typer) -> None:
                 report = _verify_jsonl(ledger, paths, keys, notes, not no_hmac, receipts, after)
             else:
                 if ledger is not None:
-                    paths = replace(paths, ledger=ledger)
+                    source = LedgerSource(replace(paths, ledger=ledger))
                 report = verify_ledger(
-                    paths,
+                    source.paths,
+                    view_of=source.snapshot() if source.postgres else None,
                     public_keys=keys,
                     checkpoint_notes=notes,
                     use_hmac=not no_hmac,
@@ -236,12 +281,12 @@ def register(app: typer.Typer) -> None:
         state_dir: StateDirOpt = None,
     ) -> None:
         """Export entries as JSON Lines (SIEM) or receipts as files (for `verify --receipts`)."""
-        paths = evidence_paths(config, state_dir)
+        source = ledger_source(config, state_dir)
         after = _since(since)
         if fmt is ExportFormat.receipts and output is None:
             raise _fail("--format receipts needs --output DIR")
         try:
-            with read_snapshot(paths.ledger) as view:
+            with source.snapshot() as view:
                 if fmt is ExportFormat.receipts:
                     assert output is not None
                     count = export_receipt_files(view, output, after)
@@ -272,17 +317,17 @@ def register(app: typer.Typer) -> None:
         state_dir: StateDirOpt = None,
     ) -> None:
         """Show the latest entries and follow new ones (Ctrl-C to stop)."""
-        paths = evidence_paths(config, state_dir)
+        source = ledger_source(config, state_dir)
         console = Console(highlight=False, soft_wrap=True)
         try:
-            with read_snapshot(paths.ledger) as view:
+            with source.snapshot() as view:
                 recent = view.last_entries(lines) if lines else []
                 next_seq = view.size()
             for stored in recent:
                 _print_entry(orjson.loads(stored.body), as_json, console)
             while follow:
                 time.sleep(interval)
-                with read_snapshot(paths.ledger) as view:
+                with source.snapshot() as view:
                     fresh = list(view.entries(start_seq=next_seq))
                 for stored in fresh:
                     _print_entry(orjson.loads(stored.body), as_json, console)
@@ -302,11 +347,9 @@ def register(app: typer.Typer) -> None:
         state_dir: StateDirOpt = None,
     ) -> None:
         """Sign a checkpoint now (or show the latest if nothing changed) and export it."""
-        paths = evidence_paths(config, state_dir)
-        if not paths.ledger.exists():
-            raise _fail(f"no ledger at {paths.ledger}")
+        source = ledger_source(config, state_dir)
         try:
-            ledger = Ledger.open(paths)
+            ledger = source.open()
             try:
                 ledger.checkpoint()
                 latest = ledger.latest_checkpoint()
@@ -328,9 +371,9 @@ def register(app: typer.Typer) -> None:
     @ledger_app.command("rotate-key")
     def rotate_key(config: ConfigOpt = None, state_dir: StateDirOpt = None) -> None:
         """Start a new HMAC key; the rotation is recorded in the ledger, old keys are kept."""
-        paths = evidence_paths(config, state_dir)
+        source = ledger_source(config, state_dir)
         try:
-            ledger = Ledger.open(paths)
+            ledger = source.open()
             try:
                 rotation = ledger.rotate_key()
                 ledger.checkpoint()
@@ -361,12 +404,12 @@ def register(app: typer.Typer) -> None:
         state_dir: StateDirOpt = None,
     ) -> None:
         """A local card of the gateway's decisions over the last 30 days."""
-        paths = evidence_paths(config, state_dir)
+        source = ledger_source(config, state_dir)
         now = time.time()
         start = _since(since)
         assert start is not None
         try:
-            with read_snapshot(paths.ledger) as view:
+            with source.snapshot() as view:
                 stats = compute_stats(view.entries(since=start), start, now)
                 stats.durability = [(span.since_seq, span.level) for span in view.durability()]
         except (OSError, LedgerStoreError) as exc:

@@ -34,6 +34,7 @@ COMMANDS = {
     "unwire": "mcpward.cli.wire",
     "doctor": "mcpward.cli.doctor",
     "console": "mcpward.cli.console",
+    "store": "mcpward.cli.store",
 }
 COMMAND_MODULES = sorted(set(COMMANDS.values()))
 

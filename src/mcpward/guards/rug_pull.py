@@ -22,6 +22,7 @@ from mcpward.contracts.model import HoldRecord, ItemKind, Verdict
 from mcpward.contracts.postures import Posture, PostureTable
 from mcpward.contracts.provenance import pin_origin
 from mcpward.contracts.sanitize import sanitize_text
+from mcpward.contracts.store import PinStore
 from mcpward.contracts.taxonomy import ChangeKind
 from mcpward.guards.detection.scanner import NAME_RULES, ContentScanner
 from mcpward.guards.tool_poisoning import DEFINITION_RULES
@@ -37,7 +38,7 @@ from mcpward.pipeline.services import (
 )
 from mcpward.pipeline.subject import Subject
 from mcpward.protocol.uri_template import template_regex
-from mcpward.store.pins_sqlite import SqlitePinStore
+from mcpward.store.factory import open_pin_store, sqlite_context
 
 log = logging.getLogger("mcpward.guards.rug_pull")
 
@@ -198,7 +199,7 @@ class RugPullGuard(Guard):
         self._tables: dict[str, PostureTable] = {}
         self._gate: Gate | None = None
         self._catalog: CatalogView | None = None
-        self._store: SqlitePinStore | None = None
+        self._store: PinStore | None = None
         self._relist: asyncio.Task[None] | None = None
         self._identities: dict[str, Any] = {}
         self._evidence_cache: dict[tuple[Any, ...], dict[str, Any]] = {}
@@ -212,9 +213,10 @@ class RugPullGuard(Guard):
         return table
 
     async def attach(self, services: GatewayServices) -> None:
-        self._store = SqlitePinStore(services.state_dir)
+        context = services.store or sqlite_context(services.state_dir)
+        self._store = await asyncio.to_thread(open_pin_store, context)
         self._identities = dict(services.upstream_provenance or services.upstream_identities)
-        commands = Commands(("--state-dir", str(services.state_dir)))
+        commands = Commands(context.cli_args())
         self._gate = Gate(
             self._store,
             self.table_for,

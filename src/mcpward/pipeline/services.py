@@ -10,6 +10,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from mcpward.store.factory import StoreContext
+
 
 @dataclass(slots=True)
 class UpstreamSnapshot:
@@ -91,3 +93,6 @@ class GatewayServices:
     # id -> {"digest": identity digest, "executable_sha256": hash of a stdio server's binary}
     upstream_provenance: Mapping[str, Mapping[str, str | None]] = field(default_factory=dict)
     http_client: HttpClientFactory = no_http_client
+    # the configured store (None: the state dir's SQLite files); guards open it through
+    # mcpward.store.factory so every replica of a fleet shares pins and holds
+    store: StoreContext | None = None

@@ -22,7 +22,7 @@ from mcpward.relay.links import MessageHandler, UpstreamLink
 from mcpward.relay.naming import Namespace
 from mcpward.relay.session import Downstream, Session
 from mcpward.relay.shared import SessionServices
-from mcpward.store.factory import context_from_config
+from mcpward.store.factory import StoreContext, context_from_config
 from mcpward.store.paths import resolve_state_dir
 from mcpward.transport.connectors import make_connection
 from mcpward.transport.egress.client import egress_http_client
@@ -71,6 +71,7 @@ class Gateway:
             for uid, c in probes.items()
         }
         self.sessions: set[Session] = set()
+        self.store: StoreContext | None = None  # the configured store (set by `start`)
         self.session_services = SessionServices(
             pipeline=self.pipeline,
             catalog=self.catalog,
@@ -91,16 +92,18 @@ class Gateway:
     ) -> Gateway:
         """Assemble the gateway and attach every guard. Upstreams start with the first session."""
         state_dir = resolve_state_dir(loaded.config.state_dir)
+        store = context_from_config(loaded.config, _config_path(loaded))
         if recorder is None:
-            store = context_from_config(loaded.config, _config_path(loaded))
             recorder = build_recorder(loaded.config.evidence, state_dir, store)
         gateway = cls(loaded, state_dir, recorder, connections)
+        gateway.store = store
         services = GatewayServices(
             state_dir=state_dir,
             catalog=gateway.catalog,
             upstream_identities=dict(gateway.identities),
             upstream_provenance=dict(gateway.provenance),
             http_client=egress_http_client,
+            store=store,
         )
         for guard in gateway.pipeline.guards:
             try:
