@@ -33,6 +33,34 @@ class RestartPolicy(Strict):
     max_backoff_s: float = Field(default=30.0, gt=0, le=3600)
 
 
+class ProcessPolicy(Strict):
+    """Who shares this upstream's processes, how many there may be, and how many wait warm
+    (docs/architecture.md, "Upstream processes")."""
+
+    sharing: Literal["session", "identity", "shared"] = Field(
+        default="session",
+        description="session: one process per client session (full isolation; the default); "
+        "identity: one per client identity, shared by its sessions; shared: one process for "
+        "every 2026-07-28 stateless client (handshake-era sessions then share per identity).",
+    )
+    max_processes: int = Field(
+        default=128, ge=1, le=10_000, description="Cap on this upstream's processes."
+    )
+    warm_spares: int = Field(
+        default=2,
+        ge=0,
+        le=64,
+        description="Started, answering processes kept ready for new sessions (HTTP front only).",
+    )
+    idle_timeout_s: float = Field(
+        default=300.0,
+        gt=0,
+        le=86400,
+        description="A shared process with no session, or the spares of an upstream nobody has "
+        "used, are stopped after this long.",
+    )
+
+
 class StdioUpstream(Strict):
     """An MCP server started as a subprocess speaking stdio."""
 
@@ -48,6 +76,7 @@ class StdioUpstream(Strict):
     )
     cwd: Path | None = None
     restart: RestartPolicy = Field(default_factory=RestartPolicy)
+    processes: ProcessPolicy = Field(default_factory=ProcessPolicy)
 
 
 class HttpUpstream(Strict):
@@ -98,6 +127,13 @@ class GatewaySettings(Strict):
         default=120.0, gt=0, le=3600, description="Deadline for an upstream's answer to a request."
     )
     connect_timeout_s: float = Field(default=30.0, gt=0, le=600)
+    max_processes: int = Field(
+        default=256,
+        ge=1,
+        le=100_000,
+        description="Cap on upstream processes across every stdio upstream (warm spares "
+        "included); a session that would exceed it is refused (HTTP 503, or -32011 capacity).",
+    )
     mode: Mode = Field(default=Mode.ENFORCE, description="enforce | shadow (record, do not block).")
     relist_interval_s: float = Field(
         default=300.0,

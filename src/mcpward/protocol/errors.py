@@ -35,3 +35,4 @@ class UpstreamFailure(str, Enum):
     UNPARSEABLE = "unparseable"
     RESTARTING = "restarting"
     SHUTTING_DOWN = "shutting_down"
+    CAPACITY = "capacity"  # a cap on upstream processes is reached; retry later

@@ -12,6 +12,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 
 from mcpward.config.loader import LoadedConfig
+from mcpward.config.models import StdioUpstream
 from mcpward.evidence.record import NullRecorder, Recorder
 from mcpward.evidence.recorder import build_recorder
 from mcpward.pipeline.context import Identity
@@ -20,6 +21,7 @@ from mcpward.pipeline.services import GatewayServices
 from mcpward.relay.catalog import Catalog
 from mcpward.relay.links import MessageHandler, UpstreamLink
 from mcpward.relay.naming import Namespace
+from mcpward.relay.process_pool import ProcessPool, Tenant
 from mcpward.relay.session import Downstream, Session
 from mcpward.relay.shared import SessionServices
 from mcpward.store.factory import StoreContext, context_from_config
@@ -71,6 +73,15 @@ class Gateway:
             for uid, c in probes.items()
         }
         self.sessions: set[Session] = set()
+        # Readiness of the store (None = ready, else "store" or "migrations"); the HTTP front's
+        # /readyz calls it. None here: the front checks that the state directory is writable.
+        self.store_check: Callable[[], str | None] | None = None
+        pooled = {
+            u.id: u
+            for u in config.upstreams
+            if isinstance(u, StdioUpstream) and u.id not in self._connections
+        }
+        self.processes = ProcessPool(pooled, self.settings)
         self.store: StoreContext | None = None  # the configured store (set by `start`)
         self.session_services = SessionServices(
             pipeline=self.pipeline,
@@ -122,10 +133,17 @@ class Gateway:
         upstream_id: str,
         on_message: MessageHandler,
         on_state: Callable[[UpstreamLink], Awaitable[None]],
+        tenant: Tenant,
     ) -> UpstreamLink:
         spec = self.specs[upstream_id]
+        if upstream_id in self.processes.counts():
+            connection = self.processes.connection(
+                upstream_id, tenant, self.identities[upstream_id]
+            )
+        else:
+            connection = self._connect(upstream_id)
         return UpstreamLink(
-            self._connect(upstream_id),
+            connection,
             spec.restart,
             self.settings.request_timeout_s,
             self.settings.connect_timeout_s,
@@ -144,8 +162,10 @@ class Gateway:
         downstream: Downstream,
         identity: Identity | None = None,
         session_id: str | None = None,
+        stateless: bool = False,
     ) -> Session:
-        session = Session(self.session_services, downstream, identity, session_id)
+        tenant = tenant_of(identity, stateless)
+        session = Session(self.session_services, downstream, identity, session_id, tenant)
         self.sessions.add(session)
         return session
 
@@ -164,10 +184,21 @@ class Gateway:
     async def close(self) -> None:
         if self._relister is not None:
             self._relister.cancel()
-        for session in list(self.sessions):
-            await self.close_session(session)
+        # All at once: each stop may wait out a server's grace periods (0.3 s + 1 s).
+        await asyncio.gather(
+            *(self.close_session(s) for s in list(self.sessions)),
+            self.processes.close(),
+            return_exceptions=True,
+        )
         await self.pipeline.close()
         await self.recorder.close()
+
+
+def tenant_of(identity: Identity | None, stateless: bool) -> Tenant:
+    """Sessions share processes (where the policy allows) only within one client identity."""
+    if identity is None:
+        return Tenant("local", stateless)
+    return Tenant(f"{identity.sub}\x00{identity.client_id or ''}", stateless)
 
 
 def _executable(connection: UpstreamConnection) -> str | None:

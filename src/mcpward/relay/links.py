@@ -128,8 +128,11 @@ class UpstreamLink:
             await asyncio.wait_for(self.connection.start(), self.connect_timeout_s)
         except (UpstreamUnavailable, TimeoutError, OSError) as exc:
             self.state = LinkState.DOWN
-            self.last_failure = UpstreamFailure.NOT_CONNECTED
-            raise UpstreamError(self.id, UpstreamFailure.NOT_CONNECTED, str(exc)) from None
+            reason = UpstreamFailure.NOT_CONNECTED
+            if isinstance(exc, UpstreamUnavailable) and exc.reason is UpstreamFailure.CAPACITY:
+                reason = UpstreamFailure.CAPACITY  # a cap, not a broken server: say so
+            self.last_failure = reason
+            raise UpstreamError(self.id, reason, str(exc)) from None
         self.generation += 1
         self.state = LinkState.UP
         self._reader = asyncio.create_task(self._read_loop(), name=f"upstream-{self.id}")

@@ -27,6 +27,7 @@ from mcpward.relay.links import UpstreamLink
 from mcpward.relay.lists import LIST_KINDS, ListRelay
 from mcpward.relay.live_contracts import ConnectionContracts
 from mcpward.relay.passthrough import Passthrough
+from mcpward.relay.process_pool import LOCAL, Tenant
 from mcpward.relay.routing import Routes
 from mcpward.relay.shared import SessionServices
 from mcpward.relay.state import SessionState
@@ -50,6 +51,7 @@ class Session:
         downstream: Downstream,
         identity: Identity | None,
         session_id: str | None,
+        tenant: Tenant = LOCAL,
     ) -> None:
         self.services = services
         self.downstream = downstream
@@ -73,7 +75,9 @@ class Session:
         self._contracts: dict[str, ConnectionContracts] = {}
         self._fetchers: dict[str, Callable[[], Awaitable[Any]]] = {}
         for upstream_id in services.upstream_ids:
-            link = services.make_link(upstream_id, self._on_upstream_message, self._on_link_state)
+            link = services.make_link(
+                upstream_id, self._on_upstream_message, self._on_link_state, tenant
+            )
             state.links[upstream_id] = link
             contracts = ConnectionContracts(link, self.lists.read_snapshot, self._publish)
             self._contracts[upstream_id] = contracts

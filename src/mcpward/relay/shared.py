@@ -12,8 +12,9 @@ from mcpward.pipeline.executor import Pipeline
 from mcpward.relay.catalog import Catalog
 from mcpward.relay.links import MessageHandler, StateHandler, UpstreamLink
 from mcpward.relay.naming import Namespace
+from mcpward.relay.process_pool import Tenant
 
-LinkFactory = Callable[[str, MessageHandler, StateHandler], UpstreamLink]
+LinkFactory = Callable[[str, MessageHandler, StateHandler, Tenant], UpstreamLink]
 
 
 @dataclass(frozen=True, slots=True)

@@ -70,6 +70,10 @@ class StdioUpstreamConnection(UpstreamConnection):
     def pid(self) -> int | None:
         return self._proc.pid if self._proc else None
 
+    @property
+    def returncode(self) -> int | None:
+        return self._proc.returncode if self._proc else None
+
     async def start(self) -> None:
         await self.close()
         read_fd, write_fd = os.pipe()

@@ -20,12 +20,14 @@ from mcpward.protocol import errors, jsonrpc, methods
 from mcpward.protocol.eras import HANDSHAKE_VERSIONS
 from mcpward.protocol.jsonrpc import FrameError, FrameKind
 from mcpward.relay.gateway import Gateway
+from mcpward.transport.http_front.capacity import refuse_for_capacity
 from mcpward.transport.http_front.config import HttpFront
 from mcpward.transport.http_front.console_mount import (
     build_console,
     is_console_path,
     serve_console,
 )
+from mcpward.transport.http_front.health import HEALTH_PATHS, HealthProbe
 from mcpward.transport.http_front.legacy import (
     LegacySession,
     LegacySessions,
@@ -99,8 +101,11 @@ class HttpFrontApp:
         self.metadata_url = f"{parts.scheme}://{parts.netloc}{METADATA_PREFIX}{parts.path}"
         self._metadata_paths = {METADATA_PREFIX, METADATA_PREFIX + front.path}
         self.console = build_console(front, gateway.state_dir, gateway.config.evidence.path)
+        self.health = HealthProbe(gateway, gateway.store_check)
+        gateway.processes.warm_up()
 
     async def close(self) -> None:
+        self.health.closing = True
         await self.legacy.close_all()
         await self.modern.close_all()
 
@@ -116,6 +121,9 @@ class HttpFrontApp:
             started = started or message["type"] == "http.response.start"
             await send(message)
 
+        if scope["path"] in HEALTH_PATHS:  # before Host and token: balancers probe by address
+            await self.health.serve(scope, tracking_send)
+            return
         try:
             await self._handle(scope, receive, tracking_send)
         except Exception:
@@ -299,7 +307,7 @@ class HttpFrontApp:
         params = message.get("params") or {}
         pooled = await self.modern.session_for(key, identity, params.get("_meta") or {})
         if pooled is None:
-            await send_status(send, 503, b"Service Unavailable: too many sessions")
+            await refuse_for_capacity(send, message["id"])
             return
         await serve_request(pooled, message, has_sse, receive, send)
 
@@ -374,7 +382,7 @@ class HttpFrontApp:
         identity = session_identity(principal.identity, principal.ceiling, requested)
         session = await self.legacy.create(principal.binding, identity)
         if session is None:
-            await send_status(send, 503, b"Service Unavailable: too many sessions")
+            await refuse_for_capacity(send, message.get("id"))
             return
         session.init_key = stream_key(message["id"])
         version = params.get("protocolVersion") if isinstance(params, dict) else None

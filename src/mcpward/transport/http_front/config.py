@@ -61,7 +61,9 @@ class HttpFront(BaseModel):
         "/console (never accepted on the MCP endpoint; must differ from every client token).",
     )
     max_body_bytes: int = Field(default=DEFAULT_BODY_CAP, ge=1024, le=256 * 1024 * 1024)
-    max_sessions: int = Field(default=10_000, ge=1, le=1_000_000)
+    # Each handshake session holds a process per stdio upstream by default (~40 MB for a Python
+    # server): 512 is what a 24 GiB host holds with headroom; the process caps may refuse sooner.
+    max_sessions: int = Field(default=512, ge=1, le=1_000_000)
     session_idle_timeout_s: float = Field(default=1800.0, gt=0, le=86400)
 
     @model_validator(mode="after")

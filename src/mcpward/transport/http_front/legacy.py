@@ -20,6 +20,7 @@ from mcpward.pipeline.context import Identity
 from mcpward.protocol import errors, jsonrpc, methods
 from mcpward.protocol.eras import HANDSHAKE_VERSIONS
 from mcpward.protocol.jsonrpc import Frame, FrameKind, Message, RequestId
+from mcpward.relay.gateway import tenant_of
 from mcpward.transport.http_front.responses import (
     SSE_HEADERS,
     Receive,
@@ -282,6 +283,8 @@ class LegacySessions:
             await self._reap()
             if len(self._sessions) >= self.max_sessions:
                 return None
+        if self.gateway.processes.refusal(tenant_of(identity, stateless=False)):
+            return None  # a process cap is reached: refused before anything starts
         session = LegacySession(secrets.token_urlsafe(24), binding, identity)
         session.relay = await self.gateway.open_session(session, identity, session.id)
         self._sessions[session.id] = session

@@ -30,6 +30,7 @@ from mcpward.protocol.eras import (
     META_SUBSCRIPTION_ID,
 )
 from mcpward.protocol.jsonrpc import Frame, FrameKind, Message, RequestId
+from mcpward.relay.gateway import tenant_of
 from mcpward.transport.http_front.responses import (
     SSE_HEADERS,
     Receive,
@@ -135,8 +136,12 @@ class ModernPool:
                 await self._reap()
                 if len(self._sessions) >= self.max_sessions:
                     return None
+                if self.gateway.processes.refusal(tenant_of(identity, stateless=True)):
+                    return None  # a process cap is reached: refused before anything starts
                 pooled = PooledSession()
-                pooled.relay = await self.gateway.open_session(pooled, identity, None)
+                pooled.relay = await self.gateway.open_session(
+                    pooled, identity, None, stateless=True
+                )
                 await _discover(pooled, meta)
                 self._sessions[key] = pooled
         return pooled
