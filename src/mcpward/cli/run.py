@@ -5,6 +5,7 @@ stdio unless told otherwise; `--http` serves Streamable HTTP and refuses to star
 
 from __future__ import annotations
 
+import dataclasses
 import getpass
 import os
 import re
@@ -73,11 +74,36 @@ async def run_gateway(loaded: LoadedConfig) -> None:
 
             await serve_http(gateway, front)
         else:
+            from mcpward.transport.metrics_listener import served_metrics
             from mcpward.transport.stdio_front import serve_stdio
 
-            await serve_stdio(gateway, local_identity())
+            async with served_metrics(loaded.config.telemetry, gateway.metrics):
+                await serve_stdio(gateway, local_identity())
     finally:
         await gateway.close()
+
+
+def with_metrics(loaded: LoadedConfig, address: str, allow_non_loopback: bool) -> LoadedConfig:
+    """The config with `--metrics ADDRESS` as telemetry.metrics_listen (stdio mode only)."""
+    from mcpward.telemetry.settings import TelemetrySettings
+    from mcpward.transport.http_front.config import HttpFront
+    from mcpward.transport.metrics_listener import MetricsListenerRefused
+
+    if isinstance(loaded.config.front, HttpFront):
+        raise MetricsListenerRefused(
+            "--metrics is for stdio mode; the HTTP front serves /metrics itself to the admin "
+            "token (front.admin_token)"
+        )
+    data = loaded.config.telemetry.model_dump()
+    data.update(metrics_listen=address, metrics_allow_non_loopback=allow_non_loopback)
+    try:
+        telemetry = TelemetrySettings.model_validate(data)
+    except ValueError:
+        raise MetricsListenerRefused(
+            f"--metrics takes HOST:PORT (e.g. 127.0.0.1:9464), got {address!r}"
+        ) from None
+    config = loaded.config.model_copy(update={"telemetry": telemetry})
+    return dataclasses.replace(loaded, config=config)
 
 
 def _fail(message: str) -> typer.Exit:
@@ -118,6 +144,16 @@ def register(app: typer.Typer) -> None:
         shadow: bool = typer.Option(
             False, "--shadow", help="Record what would be denied; block nothing."
         ),
+        metrics: str | None = typer.Option(
+            None,
+            "--metrics",
+            help="stdio mode: serve GET /metrics on HOST:PORT (loopback; docs/operations.md).",
+        ),
+        metrics_allow_non_loopback: bool = typer.Option(
+            False,
+            "--metrics-allow-non-loopback",
+            help="Acknowledge a non-loopback --metrics address.",
+        ),
         log_level: str = typer.Option("info", "--log-level", help="debug, info, warning, error."),
         log_file: Path | None = typer.Option(
             None, "--log-file", help="Log here instead of stderr."
@@ -128,6 +164,7 @@ def register(app: typer.Typer) -> None:
 
         from mcpward.relay.gateway import GatewayStartError
         from mcpward.transport.http_front.config import HttpFrontRefused
+        from mcpward.transport.metrics_listener import MetricsListenerRefused, listen_address
 
         if (config is None) == (not command):
             raise _fail("give either --config FILE or `-- COMMAND [ARGS…]` (not both)")
@@ -154,6 +191,15 @@ def register(app: typer.Typer) -> None:
             raise typer.Exit(2) from None
         except HttpFrontRefused as exc:
             raise _fail(str(exc)) from None
+        if metrics is None and metrics_allow_non_loopback:
+            raise _fail("--metrics-allow-non-loopback needs --metrics HOST:PORT")
+        try:
+            if metrics is not None:
+                loaded = with_metrics(loaded, metrics, metrics_allow_non_loopback)
+            if loaded.config.telemetry.metrics_listen is not None:
+                listen_address(loaded.config.telemetry)  # refused here, before anything starts
+        except MetricsListenerRefused as exc:
+            raise _fail(str(exc)) from None
         settings = loaded.config.logging
         configure_logging(
             log_level if log_level != "info" else settings.level, log_file or settings.file
@@ -161,7 +207,7 @@ def register(app: typer.Typer) -> None:
         try:
             # uvloop roughly halves the per-frame cost of the event loop on the hot path.
             uvloop.run(run_gateway(loaded))
-        except (GatewayStartError, HttpFrontRefused) as exc:
+        except (GatewayStartError, HttpFrontRefused, MetricsListenerRefused) as exc:
             raise _fail(str(exc)) from None
         except KeyboardInterrupt:
             pass

@@ -17,6 +17,7 @@ from pydantic import (
 from mcpward.evidence.settings import EvidenceSettings
 from mcpward.pipeline.spec import GuardSpec, Mode
 from mcpward.secret_refs import SecretRef
+from mcpward.telemetry.settings import TelemetrySettings
 from mcpward.store.settings import KeysSettings, StoreSettings
 from mcpward.transport.http_front.config import HttpFront
 
@@ -164,6 +165,10 @@ class GatewayConfig(Strict):
     )
     logging: LogSettings = Field(default_factory=LogSettings)
     evidence: EvidenceSettings = Field(default_factory=EvidenceSettings)
+    telemetry: TelemetrySettings = Field(
+        default_factory=TelemetrySettings,
+        description="/metrics in stdio mode, and OTLP traces (off unless configured).",
+    )
     store: StoreSettings = Field(default_factory=StoreSettings)
     keys: KeysSettings = Field(default_factory=KeysSettings)
 

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from mcpward.evaluation import corpora as C
+from mcpward.evaluation import synthetic
 from mcpward.evaluation.split import Split
 from mcpward.evaluation.stats import Confusion, Rate
 from mcpward.guards.response_injection import ResponseInjectionGuard, ResponseInjectionOptions
@@ -141,6 +142,8 @@ def evaluate_tool_poisoning(
                 missed=missed,
             )
         )
+    if "dev" in splits:
+        rows.append(_multilingual_row(guard))
     for split in splits:
         hidden = [e for e in examples if e.split == split and e.group == "hidden"]
         flagged = sum(1 for e in hidden if guard.judge(e.tool).flagged)
@@ -154,6 +157,27 @@ def evaluate_tool_poisoning(
             )
         )
     return rows
+
+
+def _multilingual_row(guard: ToolPoisoningGuard) -> Row:
+    """Our own written set (8 languages): development only, it was tuned on."""
+    examples = synthetic.multilingual_definitions()
+    counts, missed = _count(
+        examples,
+        lambda e: e.poisoned,
+        lambda e: guard.judge(e.tool).flagged,
+        lambda e: f"{e.lang}/{e.family or 'benign'}/{e.tool.get('name')}",
+    )
+    langs = len({e.lang for e in examples})
+    return Row(
+        "tool_poisoning",
+        f"synthetic multilingual definitions ({langs} languages, written for development)",
+        "dev",
+        counts,
+        goal="held out: >= 0.90 dropped, none benign",
+        note="written by us and tuned on: a development number, not a measurement",
+        missed=missed,
+    )
 
 
 def evaluate_tool_shadowing(

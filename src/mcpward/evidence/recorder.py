@@ -32,6 +32,7 @@ from mcpward.evidence.writer import (
 )
 from mcpward.store.factory import StoreContext, migrate_hint
 from mcpward.store.postgres.ledger import open_postgres_ledger
+from mcpward.telemetry.histogram import Histogram
 
 __all__ = [
     "MAX_PENDING_FACTOR",
@@ -99,6 +100,11 @@ class LedgerRecorder:
     @property
     def checkpoints(self) -> int:
         return self._writer.checkpoints
+
+    @property
+    def fsync_seconds(self) -> Histogram | None:
+        """How long fsyncs of the log took (None for `batched`: SQLite fsyncs by itself)."""
+        return self._writer.fsync_seconds
 
     @property
     def fsyncs(self) -> int:

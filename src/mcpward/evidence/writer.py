@@ -21,6 +21,7 @@ from mcpward.evidence.receipt import PayloadHashes, build_receipt
 from mcpward.evidence.record import DecisionRecord
 from mcpward.evidence.settings import EvidenceSettings
 from mcpward.evidence.store import LedgerStore, LedgerUnavailable
+from mcpward.telemetry.histogram import DISK_BUCKETS, Histogram
 
 log = logging.getLogger("mcpward.evidence")
 
@@ -97,6 +98,7 @@ class WalSyncer:
         self._dirty_since: float | None = None  # monotonic time of the first unsynced commit
         self._stopping = False
         self._failed = False
+        self.sync_seconds = Histogram(DISK_BUCKETS)  # fsync latency, for /metrics
         self._thread = threading.Thread(target=self._main, name="mcpward-ledger-fsync", daemon=True)
         self._thread.start()
 
@@ -138,8 +140,9 @@ class WalSyncer:
                         self._cond.wait()
                 waiters, self._waiters = self._waiters, []
                 self._dirty_since = None
+            started = time.perf_counter()
             try:
-                self._store.sync_wal()
+                synced = self._store.sync_wal()
             except LedgerUnavailable as exc:  # the database is away: retry, never give up
                 with self._cond:
                     if self._dirty_since is None:
@@ -155,6 +158,8 @@ class WalSyncer:
                 resolve(waiters, EvidenceUnavailable(f"fsync of the ledger failed: {exc}"))
                 self._on_failure(exc)
                 return
+            if synced:
+                self.sync_seconds.observe(time.perf_counter() - started)
             resolve(waiters)
 
 
@@ -201,6 +206,11 @@ class LedgerWriter:
         self._thread.start()
 
     # -- the event loop's side -----------------------------------------------------------------
+
+    @property
+    def fsync_seconds(self) -> Histogram | None:
+        """fsync latency of the log (None when this level does not fsync it itself)."""
+        return self._syncer.sync_seconds if self._syncer is not None else None
 
     def submit(self, job: Job) -> None:
         """Queue a job (never blocks on the disk: the lock only guards the queue)."""

@@ -16,6 +16,11 @@ from mcpward.guards.detection.families import (
     POISONING_ONLY_RULES,
     check_family_ids,
 )
+from mcpward.guards.detection.multilingual import (
+    ENGLISH_PREFERENCE_RULES,
+    MULTILINGUAL_INSTRUCTION_RULES,
+    MULTILINGUAL_PREFERENCE_RULES,
+)
 from mcpward.guards.detection.scanner import (
     NAME_RULES,
     ContentScanner,
@@ -29,7 +34,14 @@ from mcpward.pipeline.guard import Guard
 from mcpward.pipeline.spec import GuardSpec
 from mcpward.pipeline.subject import Subject
 
-DEFINITION_RULES = INSTRUCTION_RULES + POISONING_ONLY_RULES + ENCODED_RULES
+DEFINITION_RULES = (
+    INSTRUCTION_RULES
+    + MULTILINGUAL_INSTRUCTION_RULES
+    + POISONING_ONLY_RULES
+    + ENGLISH_PREFERENCE_RULES
+    + MULTILINGUAL_PREFERENCE_RULES
+    + ENCODED_RULES
+)
 MAX_REPORTED_FINDINGS = 20  # per item, in evidence; the score uses all of them
 
 

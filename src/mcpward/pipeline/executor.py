@@ -36,6 +36,7 @@ class GuardRun:
     failure_mode_applied: str | None = None
     shadow: bool = False  # a deny/hold recorded but not enforced
     evidence: dict[str, Any] = field(default_factory=dict)
+    started: float = 0.0  # time.perf_counter() when the run began (places its trace span)
 
 
 @dataclass(slots=True)
@@ -147,7 +148,9 @@ class Pipeline:
         elapsed = time.perf_counter() - started
         if failure is None and elapsed > deadline:
             failure = "timeout"  # a CPU-bound hook cannot be cancelled; its late answer is void
-        run = GuardRun(guard.id, guard.kind, phase.value, "allow", elapsed * 1000.0)
+        run = GuardRun(
+            guard.id, guard.kind, phase.value, "allow", elapsed * 1000.0, started=started
+        )
         out.runs.append(run)
         if failure is None and not isinstance(decision, (Allow, Deny, Hold, Modify)):
             failure = "error"

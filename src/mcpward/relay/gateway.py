@@ -20,12 +20,16 @@ from mcpward.pipeline.executor import Pipeline
 from mcpward.pipeline.services import GatewayServices
 from mcpward.relay.catalog import Catalog
 from mcpward.relay.links import MessageHandler, UpstreamLink
+from mcpward.relay.metered import MeteredRecorder, watch_gateway_state
 from mcpward.relay.naming import Namespace
 from mcpward.relay.process_pool import ProcessPool, Tenant
 from mcpward.relay.session import Downstream, Session
 from mcpward.relay.shared import SessionServices
+from mcpward.relay.traced import CallTracer
 from mcpward.store.factory import StoreContext, context_from_config
 from mcpward.store.paths import resolve_state_dir
+from mcpward.telemetry.metrics import GatewayMetrics
+from mcpward.telemetry.tracing import Tracing
 from mcpward.transport.connectors import make_connection
 from mcpward.transport.egress.client import egress_http_client
 from mcpward.transport.upstream import UpstreamConnection
@@ -65,6 +69,15 @@ class Gateway:
         self.pipeline = Pipeline(loaded.build_guards(), mode=self.settings.mode)
         self.catalog = Catalog(self.upstream_ids)
         self.recorder: Recorder = recorder or NullRecorder()
+        telemetry = config.telemetry
+        # Counted only when someone can read them: /metrics on the HTTP front (admin token) or
+        # the stdio listener. Otherwise nothing of the metrics is on the per-call path.
+        self.metrics: GatewayMetrics | None = None
+        if serves_metrics(loaded):
+            self.metrics = GatewayMetrics(self.upstream_ids, telemetry.tool_label_cap)
+            watch_gateway_state(self.metrics, self.recorder, state_dir)
+            self.recorder = MeteredRecorder(self.recorder, self.metrics)
+        self.tracing = Tracing(telemetry) if telemetry.otlp_endpoint is not None else None
         probes = {u.id: self._connect(u.id) for u in config.upstreams}  # never started
         self.identities = {uid: c.identity_digest for uid, c in probes.items()}
         # what a verdict's provenance names: the identity digest, and the executable's hash
@@ -91,6 +104,7 @@ class Gateway:
             upstream_ids=tuple(self.upstream_ids),
             connect_timeout_s=self.settings.connect_timeout_s,
             make_link=self.make_link,
+            tracer=CallTracer(self.tracing) if self.tracing is not None else None,
         )
         self._relister: asyncio.Task[None] | None = None
 
@@ -149,6 +163,7 @@ class Gateway:
             self.settings.connect_timeout_s,
             on_message,
             on_state,
+            self.metrics,
         )
 
     def _connect(self, upstream_id: str) -> UpstreamConnection:
@@ -192,6 +207,18 @@ class Gateway:
         )
         await self.pipeline.close()
         await self.recorder.close()
+        if self.tracing is not None:  # exports what is batched (blocking I/O: off the loop)
+            await asyncio.to_thread(self.tracing.shutdown)
+
+
+def serves_metrics(loaded: LoadedConfig) -> bool:
+    """Metrics are kept when they are served: the stdio listener, or the HTTP front's /metrics
+    (which needs the admin credential)."""
+    config = loaded.config
+    return (
+        config.telemetry.metrics_listen is not None
+        or getattr(config.front, "admin_token", None) is not None
+    )
 
 
 def tenant_of(identity: Identity | None, stateless: bool) -> Tenant:

@@ -21,6 +21,7 @@ from mcpward.relay.live_contracts import ConnectionContracts
 from mcpward.relay.outcomes import decision_of
 from mcpward.relay.routing import Routes
 from mcpward.relay.state import SessionState
+from mcpward.relay.traced import CallTracer, Handler
 from mcpward.relay.upstream_calls import LinkOpener, UpstreamCalls
 
 Record = Callable[[DecisionRecord], Awaitable[None]]
@@ -58,6 +59,7 @@ class JudgedCalls:
         contracts_of: ContractsOf,
         refresh_all: Callable[[], Awaitable[None]],
         record: Record,
+        tracer: CallTracer | None = None,
     ) -> None:
         self.state = state
         self.calls = calls
@@ -66,8 +68,14 @@ class JudgedCalls:
         self.contracts_of = contracts_of
         self.refresh_all = refresh_all
         self.record = record
+        self.tracer = tracer
+        # The entry the session calls: traced only when traces are configured.
+        self.handle: Handler = self.judge
+        if tracer is not None:
+            self.record = tracer.recording(record)
+            self.handle = tracer.calls(self.judge)
 
-    async def handle(self, message: Message) -> Message:
+    async def judge(self, message: Message) -> Message:
         state = self.state
         request_id = message["id"]
         method = message["method"]
@@ -154,7 +162,11 @@ class JudgedCalls:
                 forward[call.payload_key] = payload
         t_up = time.perf_counter()
         try:
-            reply = await self.calls.request(link, method, forward, request_id)
+            if self.tracer is None:
+                reply = await self.calls.request(link, method, forward, request_id)
+            else:
+                request = self.calls.request(link, method, forward, request_id)
+                reply = await self.tracer.round_trip(upstream, request)
         except UpstreamError as exc:
             record.error_reason = exc.reason.value
             return await self._close_record(

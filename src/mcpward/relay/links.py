@@ -17,6 +17,7 @@ from typing import Any
 from mcpward.config.models import RestartPolicy
 from mcpward.protocol import jsonrpc, methods
 from mcpward.protocol.errors import UpstreamFailure
+from mcpward.telemetry.metrics import GatewayMetrics
 from mcpward.transport.upstream import UpstreamConnection, UpstreamUnavailable
 
 log = logging.getLogger("mcpward.relay")
@@ -54,8 +55,10 @@ class UpstreamLink:
         connect_timeout_s: float,
         on_message: MessageHandler,
         on_state: StateHandler,
+        metrics: GatewayMetrics | None = None,
     ) -> None:
         self.connection = connection
+        self._metrics = metrics  # None: metrics are not served
         self.id = connection.upstream_id
         self.restart = restart
         self.request_timeout_s = request_timeout_s
@@ -115,6 +118,7 @@ class UpstreamLink:
             self._reader = None
         self._fail_pending(UpstreamFailure.RESTARTING)
         await self.connection.close()
+        self._no_longer_up(None)
         self.state = LinkState.DOWN
         self.modern_committed = False
         self.init_result = None
@@ -135,6 +139,8 @@ class UpstreamLink:
             raise UpstreamError(self.id, reason, str(exc)) from None
         self.generation += 1
         self.state = LinkState.UP
+        if self._metrics is not None:
+            self._metrics.link_up(self.id)
         self._reader = asyncio.create_task(self._read_loop(), name=f"upstream-{self.id}")
 
     async def _read_loop(self) -> None:
@@ -175,6 +181,7 @@ class UpstreamLink:
         if self.state is LinkState.CLOSED:
             return
         log.warning("upstream %s is down: %s %s", self.id, reason.value, detail)
+        self._no_longer_up(reason)
         self.state = LinkState.DOWN
         self.last_failure = reason
         self._ready.clear()
@@ -205,10 +212,13 @@ class UpstreamLink:
                     log.warning("upstream %s restart failed: %s", self.id, exc)
                     if self.state is LinkState.UP:
                         await self.connection.close()
+                        self._no_longer_up(None)
                         self.state = LinkState.DOWN
                     delay = min(delay * 2, self.restart.max_backoff_s)
                     continue
                 log.info("upstream %s is back", self.id)
+                if self._metrics is not None:
+                    self._metrics.link_restarted(self.id)
                 self._restarter = None
                 with contextlib.suppress(Exception):
                     await self._on_state(self)
@@ -299,7 +309,13 @@ class UpstreamLink:
         except UpstreamUnavailable as exc:
             log.warning("upstream %s: send failed: %s", self.id, exc)
 
+    def _no_longer_up(self, reason: UpstreamFailure | None) -> None:
+        """For /metrics: an up connection went away (reason: it failed; None: we closed it)."""
+        if self._metrics is not None and self.state is LinkState.UP:
+            self._metrics.link_down(self.id, reason.value if reason is not None else None)
+
     async def close(self) -> None:
+        self._no_longer_up(None)
         self.state = LinkState.CLOSED
         self._ready.clear()
         for task in (self._restarter, self._reader):

@@ -70,6 +70,7 @@ class Session:
             self.contracts_of,
             self._refresh_all,
             self._record,
+            services.tracer,
         )
         self.passthrough = Passthrough(state, self.calls, self.routes)
         self._contracts: dict[str, ConnectionContracts] = {}

@@ -1,5 +1,6 @@
 """What every session of one gateway shares: the pipeline, the catalog, the namespace, the
-recorder and the factory of upstream links. The gateway builds it once; sessions only read it.
+recorder, the factory of upstream links and the call tracer (when traces are configured).
+The gateway builds it once; sessions only read it.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from mcpward.pipeline.executor import Pipeline
 from mcpward.relay.catalog import Catalog
 from mcpward.relay.links import MessageHandler, StateHandler, UpstreamLink
 from mcpward.relay.naming import Namespace
+from mcpward.relay.traced import CallTracer
 from mcpward.relay.process_pool import Tenant
 
 LinkFactory = Callable[[str, MessageHandler, StateHandler, Tenant], UpstreamLink]
@@ -28,3 +30,4 @@ class SessionServices:
     upstream_ids: Sequence[str]
     connect_timeout_s: float
     make_link: LinkFactory
+    tracer: CallTracer | None = None  # only when telemetry.otlp_endpoint is set

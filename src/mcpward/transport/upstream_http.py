@@ -27,6 +27,7 @@ from mcpward.protocol.canonical import canonical_sha256
 from mcpward.protocol.eras import META_PROTOCOL_VERSION, MODERN_VERSIONS
 from mcpward.protocol.errors import UpstreamFailure
 from mcpward.secret_refs import SecretUnavailable, resolve_secret
+from mcpward.telemetry.propagation import TRACEPARENT
 from mcpward.transport.egress import EgressBlocked, EgressConfigError, EgressPolicy, egress_session
 from mcpward.transport.http_front.sse import SseDecoder, SseEvent
 from mcpward.transport.upstream import UpstreamConnection, UpstreamUnavailable
@@ -47,6 +48,7 @@ RESERVED_HEADERS = frozenset(
         "last-event-id",
         "transfer-encoding",
         "connection",
+        "traceparent",
     }
 )
 RESUME_ATTEMPTS = 2
@@ -233,6 +235,9 @@ class HttpUpstreamConnection(UpstreamConnection):
     def _request_headers(self, message: Mapping[str, Any]) -> dict[str, str]:
         headers = self._base_headers(message)
         headers["Content-Type"] = "application/json"
+        traceparent = TRACEPARENT.get()  # set only around a traced round trip (not a credential)
+        if traceparent is not None:
+            headers["traceparent"] = traceparent
         method = str(message.get("method"))
         if _is_modern(message) is not None:
             # Regenerated from the body we forward, never copied from the client's request.

@@ -58,34 +58,76 @@ class Hit:
     groups: tuple[tuple[int, int], ...] = ()  # spans of the pattern's groups (-1, -1 if unset)
 
 
+_BUILT: dict[tuple[str, ...], list[tuple[int, Any]]] = {}
+_SINGLES: dict[str, Any] = {}
+
+
+def _single(pattern: str) -> Any:
+    compiled = _SINGLES.get(pattern)
+    if compiled is None:
+        compiled = _SINGLES[pattern] = compile_pattern(pattern)
+    return compiled
+
+
+def _compile_sets(patterns: Sequence[str], offset: int) -> list[tuple[int, Any]]:
+    """RE2 sets over consecutive slices of patterns; a slice too big for one set is halved."""
+    if not patterns:
+        return []
+    compiled = re2.Set.SearchSet(_OPTIONS)
+    for pattern in patterns:
+        try:
+            compiled.Add(pattern)
+        except re2.error:
+            compile_pattern(pattern)  # raises PatternError with RE2's reason
+            raise
+    try:
+        compiled.Compile()
+    except re2.error:
+        if len(patterns) == 1:
+            raise PatternError(f"RE2 cannot compile {patterns[0]!r} into a set") from None
+        half = len(patterns) // 2
+        return _compile_sets(patterns[:half], offset) + _compile_sets(
+            patterns[half:], offset + half
+        )
+    return [(offset, compiled)]
+
+
 class MultiPattern:
     """Many patterns, one scan: the RE2 set says which match, then those give their spans."""
 
     def __init__(self, patterns: Sequence[str]) -> None:
         self.patterns = list(patterns)
-        self._compiled = [compile_pattern(p) for p in self.patterns]
-        self._set: Any = None
-        if self.patterns:
-            self._set = re2.Set.SearchSet(_OPTIONS)
-            for pattern in self.patterns:
-                self._set.Add(pattern)
-            self._set.Compile()
+        key = tuple(self.patterns)
+        # Built once per process for a given pattern list (the built-in families take about a
+        # second to compile); one pattern is compiled on its first hit, for spans.
+        if key not in _BUILT:
+            _BUILT[key] = _compile_sets(self.patterns, 0)
+        # (first index, set) pairs: one RE2 set when it fits RE2's memory bound, else halves.
+        self._sets: list[tuple[int, Any]] = _BUILT[key]
+        self._compiled: list[Any] = [None] * len(self.patterns)
 
     def __len__(self) -> int:
         return len(self.patterns)
 
     def matching(self, text: str) -> list[int]:
         """Indices of the patterns that match somewhere in text (one pass)."""
-        if self._set is None or not text:
+        if not self._sets or not text:
             return []
-        found = self._set.Match(encodable(text))
-        return sorted(found) if found else []
+        text = encodable(text)
+        found: list[int] = []
+        for offset, compiled in self._sets:
+            hits = compiled.Match(text)
+            if hits:
+                found += [offset + i for i in hits]
+        return sorted(found)
 
     def finditer(self, text: str, limit: int = 1000) -> Iterator[Hit]:
         """Every non-overlapping hit of every matching pattern, at most `limit` per pattern."""
         text = encodable(text)
         for index in self.matching(text):
             compiled = self._compiled[index]
+            if compiled is None:
+                compiled = self._compiled[index] = _single(self.patterns[index])
             ngroups = compiled.groups
             for count, match in enumerate(compiled.finditer(text)):
                 if count >= limit:

@@ -35,6 +35,7 @@ from mcpward.transport.http_front.legacy import (
     stream_key,
     unsupported_version,
 )
+from mcpward.transport.http_front.metrics_mount import METRICS_PATH, MetricsEndpoint
 from mcpward.transport.http_front.modern import (
     ModernPool,
     ladder_rejection,
@@ -101,6 +102,7 @@ class HttpFrontApp:
         self.metadata_url = f"{parts.scheme}://{parts.netloc}{METADATA_PREFIX}{parts.path}"
         self._metadata_paths = {METADATA_PREFIX, METADATA_PREFIX + front.path}
         self.console = build_console(front, gateway.state_dir, gateway.config.evidence.path)
+        self.metrics = MetricsEndpoint.for_front(front, gateway.metrics)  # None: 404
         self.health = HealthProbe(gateway, gateway.store_check)
         gateway.processes.warm_up()
 
@@ -144,6 +146,9 @@ class HttpFrontApp:
             await send_json(send, 403, jsonrpc.error(None, errors.INVALID_REQUEST, problem))
             return
         path = scope["path"]
+        if path == METRICS_PATH and self.metrics is not None:
+            await self.metrics.serve(scope, send)
+            return
         if self.console is not None and is_console_path(path):
             await serve_console(self.console, scope, receive, send)
             return

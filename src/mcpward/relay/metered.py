@@ -1,0 +1,61 @@
+"""Counts every decision for /metrics on its way to the evidence recorder (only when metrics are
+served): calls, tool calls, guard runs and stops, the gateway's added latency.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from mcpward.evidence.record import DecisionRecord, Recorder
+from mcpward.evidence.recorder import LedgerRecorder
+from mcpward.protocol import methods
+from mcpward.store.pins_sqlite import DB_NAME, SqlitePinStore
+from mcpward.telemetry.metrics import GatewayMetrics, LedgerCounts
+
+
+class MeteredRecorder:
+    """A Recorder that counts each DecisionRecord, then hands it to the real one."""
+
+    def __init__(self, inner: Recorder, metrics: GatewayMetrics) -> None:
+        self.inner = inner
+        self.metrics = metrics
+
+    async def record(self, record: DecisionRecord) -> None:
+        m = self.metrics
+        upstream = m.upstream_label(record.upstream)
+        decision = record.decision
+        m.count_call(upstream, record.method, decision)
+        if record.method == methods.TOOLS_CALL:
+            listed = record.tool_definition is not None
+            m.count_tool_call(upstream, record.name, listed, decision)
+        for run in record.runs:
+            m.guard_ran(run.guard_id, run.outcome, run.code, run.shadow, run.duration_ms / 1000.0)
+        if record.gateway_ms is not None:
+            m.added_latency(record.method, record.gateway_ms / 1000.0)
+        if record.upstream_ms is not None:
+            m.upstream_latency(upstream, record.upstream_ms / 1000.0)
+        await self.inner.record(record)
+
+    async def close(self) -> None:
+        await self.inner.close()
+
+
+def watch_gateway_state(metrics: GatewayMetrics, recorder: Recorder, state_dir: Path) -> None:
+    """Scrape-time values: open holds from the pin store, the ledger writer's counters."""
+    metrics.watch_holds(lambda: count_open_holds(state_dir))
+    if isinstance(recorder, LedgerRecorder):
+        ledger = recorder
+        metrics.watch_ledger(
+            lambda: LedgerCounts(ledger.committed, ledger.fsyncs, ledger.fsync_seconds)
+        )
+
+
+def count_open_holds(state_dir: Path) -> int:
+    """HOLDs waiting for review (0 while no pin store exists yet; never creates one)."""
+    if not (state_dir / DB_NAME).exists():
+        return 0
+    store = SqlitePinStore(state_dir)
+    try:
+        return len(store.holds())
+    finally:
+        store.close()

@@ -1,0 +1,137 @@
+"""stdio mode's `/metrics` listener (`mcpward run --metrics 127.0.0.1:PORT`): a small uvicorn
+server on loopback unless the non-loopback address is explicitly acknowledged.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import socket
+from collections.abc import AsyncIterator
+from typing import Any
+
+import uvicorn
+
+from mcpward.telemetry.metrics import GatewayMetrics
+from mcpward.telemetry.settings import TelemetrySettings
+from mcpward.transport.http_front.config import is_loopback_host
+from mcpward.transport.http_front.responses import Receive, Scope, Send, send_body, send_status
+from mcpward.transport.http_front.server import _Server, parse_http_address
+
+log = logging.getLogger("mcpward.metrics")
+
+METRICS_PATH = "/metrics"
+MAX_CONNECTIONS = 16  # a scraper needs one; the cap keeps a local client from piling them up
+
+
+class MetricsListenerRefused(ValueError):
+    """The listener cannot start as configured; the message says what to change."""
+
+
+def listen_address(settings: TelemetrySettings) -> tuple[str, int]:
+    """(host, port) of `telemetry.metrics_listen`, after the loopback posture check."""
+    if settings.metrics_listen is None:
+        raise MetricsListenerRefused("telemetry.metrics_listen is not set")
+    try:
+        host, port = parse_http_address(settings.metrics_listen)
+    except ValueError as exc:
+        raise MetricsListenerRefused(f"telemetry.metrics_listen: {exc}") from None
+    loopback = is_loopback_host(host)
+    if not loopback and not settings.metrics_allow_non_loopback:
+        raise MetricsListenerRefused(
+            f"telemetry.metrics_listen {host!r} is not a loopback address, and the "
+            "acknowledgement is missing: also set telemetry.metrics_allow_non_loopback: true "
+            "(command line: --metrics-allow-non-loopback)"
+        )
+    if loopback and settings.metrics_allow_non_loopback:
+        raise MetricsListenerRefused(
+            "telemetry.metrics_allow_non_loopback is set but telemetry.metrics_listen "
+            f"({host!r}) is loopback; remove the acknowledgement or use a non-loopback address"
+        )
+    return host, port
+
+
+class MetricsApp:
+    """GET /metrics and nothing else."""
+
+    def __init__(self, metrics: GatewayMetrics) -> None:
+        self.metrics = metrics
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            return
+        if scope["path"] != METRICS_PATH:
+            await send_status(send, 404, b"Not Found")
+            return
+        if scope["method"] not in ("GET", "HEAD"):
+            await send_status(send, 405, b"Method Not Allowed", [(b"allow", b"GET")])
+            return
+        body, content_type = self.metrics.render()
+        await send_body(send, 200, body, content_type.encode("ascii"))
+
+
+def _bind(host: str, port: int) -> socket.socket:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as exc:
+        sock.close()
+        raise MetricsListenerRefused(
+            f"cannot listen for /metrics on {host}:{port}: {exc.strerror or exc}"
+        ) from None
+    sock.listen(64)
+    sock.setblocking(False)
+    return sock
+
+
+@contextlib.asynccontextmanager
+async def metrics_listener(
+    settings: TelemetrySettings, metrics: GatewayMetrics
+) -> AsyncIterator[str]:
+    """Serve /metrics while the block runs; yields its URL."""
+    host, port = listen_address(settings)
+    sock = _bind(host, port)
+    config: Any = uvicorn.Config(
+        MetricsApp(metrics),
+        lifespan="off",
+        log_level="warning",
+        access_log=False,
+        server_header=False,
+        proxy_headers=False,
+        limit_concurrency=MAX_CONNECTIONS,
+        timeout_keep_alive=5,
+        timeout_graceful_shutdown=1,
+    )
+    server = _Server(config)
+    task = asyncio.create_task(server.serve(sockets=[sock]))
+    try:
+        while not server.started:
+            if task.done():
+                task.result()
+                raise MetricsListenerRefused("the /metrics listener stopped while starting")
+            await asyncio.sleep(0.01)
+        bound = sock.getsockname()[1]
+        shown = f"[{host}]" if ":" in host else host
+        url = f"http://{shown}:{bound}{METRICS_PATH}"
+        log.info("metrics on %s", url)
+        yield url
+    finally:
+        server.should_exit = True
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(task, 3)
+        sock.close()
+
+
+@contextlib.asynccontextmanager
+async def served_metrics(
+    settings: TelemetrySettings, metrics: GatewayMetrics | None
+) -> AsyncIterator[str | None]:
+    """The listener when `telemetry.metrics_listen` is set (yields its URL), else nothing."""
+    if settings.metrics_listen is None or metrics is None:
+        yield None
+        return
+    async with metrics_listener(settings, metrics) as url:
+        yield url

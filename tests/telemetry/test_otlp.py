@@ -1,0 +1,103 @@
+"""Traces of judged calls exported over OTLP/HTTP to a receiver the test starts: a span per call,
+children per guard run and per upstream round trip, the W3C traceparent the HTTP upstream got,
+and no argument value in any attribute. Without an endpoint nothing is exported or imported."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from mcp.shared.exceptions import MCPError
+
+from tests.http.gateway_harness import fixture_upstream
+from tests.support.gateway import (
+    gateway_params,
+    open_client,
+    tool_filter_guard,
+    write_gateway_config,
+)
+from tests.telemetry.otlp_receiver import ReceivedSpan, otlp_receiver
+
+SECRET_ARGUMENT = "ARG-VALUE-7f3a9c-never-exported"
+GUARDS = [
+    {"id": "pin-gate", "kind": "rug_pull", "runs_on": ["tools_list", "tool_invoke"]},
+    {**tool_filter_guard("test_error_*"), "id": "no-errors"},
+]
+
+
+async def test_spans_of_judged_calls_reach_the_otlp_receiver(tmp_path: Path) -> None:
+    headers_file = tmp_path / "upstream-headers.jsonl"
+    async with otlp_receiver() as receiver, fixture_upstream(headers_file) as upstream_url:
+        upstream = {"id": "conf", "url": upstream_url, "allow_private": ["127.0.0.1"]}
+        telemetry = {"otlp_endpoint": receiver.url, "service_name": "mcpward-test"}
+        config = write_gateway_config(
+            tmp_path, [upstream], guards=GUARDS, extra={"telemetry": telemetry}
+        )
+        async with open_client(gateway_params(config), mode="legacy") as client:
+            await client.list_tools()
+            result = await client.call_tool("test_simple_text", {"note": SECRET_ARGUMENT})
+            assert not result.is_error
+            with pytest.raises(MCPError) as denied:
+                await client.call_tool("test_error_handling", {"note": SECRET_ARGUMENT})
+            assert denied.value.error.code == -32013
+        # the gateway flushes its spans as it shuts down
+
+    spans = receiver.spans
+    assert spans and {s.service for s in spans} == {"mcpward-test"}
+    calls = [s for s in spans if s.name == "mcpward tools/call"]
+    assert len(calls) == 2 and all(c.parent_id == "" for c in calls)
+    allowed = next(c for c in calls if c.attributes["mcpward.decision"] == "allow")
+    denied_call = next(c for c in calls if c.attributes["mcpward.decision"] == "deny")
+    assert allowed.attributes["mcpward.upstream"] == "conf"
+    assert allowed.attributes["mcpward.name"] == "test_simple_text"
+    assert denied_call.attributes["mcpward.stopped_by"] == "no-errors"
+
+    def children(parent: ReceivedSpan) -> list[ReceivedSpan]:
+        return [s for s in spans if s.parent_id == parent.span_id and s.trace_id == parent.trace_id]
+
+    allowed_children = {s.name for s in children(allowed)}
+    assert allowed_children == {
+        "mcpward guard pin-gate",
+        "mcpward guard no-errors",
+        "mcpward upstream",
+    }
+    denied_children = children(denied_call)
+    # the filter (priority 10) stopped the call before the pin gate ran
+    assert [s.name for s in denied_children] == ["mcpward guard no-errors"]
+    stop = next(s for s in denied_children if s.name == "mcpward guard no-errors")
+    assert stop.attributes["mcpward.guard.outcome"] == "deny"
+
+    # the upstream got the W3C traceparent of its round-trip span, and nothing of the client's
+    round_trip = next(s for s in children(allowed) if s.name == "mcpward upstream")
+    sent = [json.loads(line)["headers"] for line in headers_file.read_text().splitlines()]
+    parents = [h["traceparent"] for h in sent if "traceparent" in h]
+    assert len(parents) == 1
+    version, trace_id, span_id, flags = parents[0].split("-")
+    assert (version, trace_id, span_id) == ("00", allowed.trace_id, round_trip.span_id)
+    assert int(flags, 16) & 1  # sampled
+
+    # no argument value in any attribute, nor in the export's headers
+    everything = json.dumps([s.attributes for s in spans]) + json.dumps(receiver.requests)
+    assert SECRET_ARGUMENT not in everything
+
+
+def test_without_an_endpoint_opentelemetry_is_not_imported(tmp_path: Path) -> None:
+    code = (
+        "import sys, asyncio\n"
+        "from mcpward.config import parse_config\n"
+        "from mcpward.relay.gateway import Gateway\n"
+        f"loaded = parse_config({{'upstreams': [{{'id': 'x', 'command': 'true'}}], "
+        f"'state_dir': {str(tmp_path)!r}, 'guards': []}}, 't')\n"
+        "async def main():\n"
+        "    gateway = await Gateway.start(loaded)\n"
+        "    assert gateway.tracing is None and gateway.metrics is None\n"
+        "    await gateway.close()\n"
+        "asyncio.run(main())\n"
+        "print(sorted(m for m in sys.modules if m.startswith('opentelemetry')))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"
