@@ -21,6 +21,7 @@ from mcpward.relay.live_contracts import ConnectionContracts
 from mcpward.relay.outcomes import decision_of
 from mcpward.relay.routing import Routes
 from mcpward.relay.state import SessionState
+from mcpward.relay.traced import CallTracer
 from mcpward.relay.traced import CallTracer, Handler
 from mcpward.relay.upstream_calls import LinkOpener, UpstreamCalls
 

@@ -35,13 +35,16 @@ APPEND_LOCK = 0x6D63706C  # "mcpl": one appender at a time across the fleet
 RETRY_AFTER_S = 0.25  # after a lost connection, calls fail at once for this long (no storm)
 _FETCH_ROWS = 2000
 
-_INSERT = (
-    "INSERT INTO ledger_entries (seq, body, entry_hash, hmac, recorded_at) "
-    "SELECT * FROM unnest(%s::bigint[], %s::bytea[], %s::bytea[], %s::bytea[], "
-    "%s::float8[])"
+_COLUMNS = "seq, body, entry_hash, hmac, recorded_at"
+_ROWS = "unnest(%s::bigint[], %s::bytea[], %s::bytea[], %s::bytea[], %s::float8[])"
+_INSERT = f"INSERT INTO ledger_entries ({_COLUMNS}) SELECT * FROM {_ROWS}"
+# One statement, its own transaction: the append lock (held to its commit) is taken before the
+# first row is produced (the materialised CTE is the join's outer side), then every row goes in.
+_LOCKED_INSERT = (
+    "WITH append_lock AS MATERIALIZED (SELECT pg_advisory_xact_lock(%s)) "
+    f"INSERT INTO ledger_entries ({_COLUMNS}) SELECT u.* FROM append_lock, {_ROWS} AS u"
 )
 _HEAD = "SELECT seq, entry_hash, body FROM ledger_entries ORDER BY seq DESC LIMIT 1"
-_ENTRY_COLUMNS = "seq, body, entry_hash, hmac, recorded_at"
 
 Conn = psycopg.Connection[tuple[Any, ...]]
 
@@ -73,7 +76,7 @@ class PostgresLedgerView:
     def entries(
         self, start_seq: int = 0, since: float | None = None, limit: int | None = None
     ) -> Iterator[StoredEntry]:
-        sql = f"SELECT {_ENTRY_COLUMNS} FROM ledger_entries WHERE seq >= %s"
+        sql = f"SELECT {_COLUMNS} FROM ledger_entries WHERE seq >= %s"
         args: list[float | int] = [start_seq]
         if since is not None:
             sql += " AND recorded_at >= %s"
@@ -91,7 +94,7 @@ class PostgresLedgerView:
 
     def last_entries(self, count: int) -> list[StoredEntry]:
         rows = self._conn.execute(
-            f"SELECT {_ENTRY_COLUMNS} FROM ledger_entries ORDER BY seq DESC LIMIT %s", (count,)
+            f"SELECT {_COLUMNS} FROM ledger_entries ORDER BY seq DESC LIMIT %s", (count,)
         ).fetchall()
         return [_stored(row) for row in reversed(rows)]
 
@@ -224,9 +227,10 @@ class PostgresLedgerStore:
         """Seal onto the head and commit under the fleet's append lock.
 
         The head after our last append is kept. If no other replica appended since, the batch
-        (lock, INSERT, COMMIT) goes in one pipelined round trip. If one did, the INSERT collides
-        on the primary key and rolls back; then the head is read under the lock and the batch
-        sealed anew (two more round trips). Raises LedgerUnavailable when the database is gone.
+        goes in one statement, one round trip (the lock, the rows, the implicit COMMIT). If one
+        did, the INSERT collides on the primary key and rolls back as a whole; then the head is
+        read under the lock and the batch sealed anew (a transaction of three more round trips).
+        Raises LedgerUnavailable when the database is gone.
         """
         conn = self._writer_conn()
         try:
@@ -234,9 +238,8 @@ class PostgresLedgerStore:
             if head is not None:
                 sealed = list(build(head))
                 try:
-                    with conn.pipeline(), conn.transaction():
-                        conn.execute("SELECT pg_advisory_xact_lock(%s)", (APPEND_LOCK,))
-                        self._insert(conn, sealed)
+                    if sealed:
+                        conn.execute(_LOCKED_INSERT, (APPEND_LOCK, *self._columns(sealed)))
                 except pg_errors.UniqueViolation:
                     self.contended += 1
                 else:
@@ -254,19 +257,19 @@ class PostgresLedgerStore:
         return sealed
 
     @staticmethod
-    def _insert(conn: Conn, sealed: list[SealedEntry]) -> None:
-        if not sealed:
-            return
-        conn.execute(
-            _INSERT,
-            (
-                [e.seq for e in sealed],
-                [e.body for e in sealed],
-                [e.entry_hash for e in sealed],
-                [e.hmac for e in sealed],
-                [e.recorded_at for e in sealed],
-            ),
+    def _columns(sealed: list[SealedEntry]) -> tuple[list[Any], ...]:
+        """The batch as one array per column: one statement inserts any number of rows."""
+        return (
+            [e.seq for e in sealed],
+            [e.body for e in sealed],
+            [e.entry_hash for e in sealed],
+            [e.hmac for e in sealed],
+            [e.recorded_at for e in sealed],
         )
+
+    def _insert(self, conn: Conn, sealed: list[SealedEntry]) -> None:
+        if sealed:
+            conn.execute(_INSERT, self._columns(sealed))
 
     def sync_wal(self) -> bool:
         """Make every commit before this call durable on the server. With synchronous_commit on
