@@ -23,6 +23,7 @@ from mcpward.relay import replies
 from mcpward.relay.links import UpstreamError, UpstreamLink
 from mcpward.relay.merge import GATEWAY_INFO, merge_discover, merge_initialize
 from mcpward.relay.state import SessionState
+from mcpward.relay.unrelayed import with_tasks_removed, without_tasks
 
 log = logging.getLogger("mcpward.relay")
 
@@ -83,10 +84,14 @@ class EraOpener:
         if link.modern_committed:
             await link.reconnect()
         await link.ensure_started()
+        caps = params.get("capabilities")
+        if without_tasks(caps) is not caps:  # the upstream must not hand the client tasks either
+            params = {**params, "capabilities": without_tasks(caps)}
         reply = await link.request_raw(
             methods.INITIALIZE, params, self.state.services.connect_timeout_s
         )
         if isinstance(reply.get("result"), dict):
+            reply = {**reply, "result": with_tasks_removed(reply["result"])}
             link.init_params = params
             link.init_result = reply["result"]
         return reply
@@ -139,6 +144,7 @@ class EraOpener:
             methods.DISCOVER, params, self.state.services.connect_timeout_s
         )
         if isinstance(reply.get("result"), dict):
+            reply = {**reply, "result": with_tasks_removed(reply["result"])}
             link.init_result = reply["result"]
         return reply
 
@@ -176,7 +182,7 @@ class EraOpener:
         await link.notify(methods.INITIALIZED, None)
         bridged: dict[str, Any] = {
             "supportedVersions": list(MODERN_VERSIONS),
-            "capabilities": result.get("capabilities") or {},
+            "capabilities": without_tasks(result.get("capabilities") or {}),
         }
         if isinstance(result.get("instructions"), str):
             bridged["instructions"] = result["instructions"]

@@ -15,6 +15,7 @@ from mcpward.relay import replies
 from mcpward.relay.links import UpstreamError, UpstreamLink
 from mcpward.relay.routing import Routes
 from mcpward.relay.state import SessionState
+from mcpward.relay.unrelayed import REFUSAL, is_unrelayed_method
 from mcpward.relay.upstream_calls import UpstreamCalls
 
 _REQUEST_PHASES = (Phase.REQUEST,)
@@ -90,6 +91,8 @@ class Passthrough:
 
     async def other(self, message: Message) -> Message:
         """Methods the gateway does not know: passed through untouched (one upstream) or by name."""
+        if is_unrelayed_method(message["method"]):
+            return jsonrpc.error(message["id"], errors.METHOD_NOT_FOUND, REFUSAL)
         params = message.get("params")
         state = self.state
         if not state.ns.enabled:
