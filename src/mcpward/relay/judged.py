@@ -24,6 +24,7 @@ from mcpward.relay.state import SessionState
 from mcpward.relay.traced import CallTracer
 from mcpward.relay.traced import CallTracer, Handler
 from mcpward.relay.upstream_calls import LinkOpener, UpstreamCalls
+from mcpward.relay.unrelayed import without_task_augmentation
 
 Record = Callable[[DecisionRecord], Awaitable[None]]
 ContractsOf = Callable[[UpstreamLink], ConnectionContracts]
@@ -80,7 +81,8 @@ class JudgedCalls:
         state = self.state
         request_id = message["id"]
         method = message["method"]
-        params = message.get("params") or {}
+        # no task augmentation: the upstream answers in this request, through the result guards
+        params = without_task_augmentation(message.get("params") or {})
         started = time.time()
         t0 = time.perf_counter()
         call = CALL_KINDS[method]
