@@ -17,6 +17,7 @@ import typer
 from rich.console import Console
 from rich.text import Text
 
+from mcpward.cli.store_context import StoreChoiceError, cli_store_context
 from mcpward.config import ConfigError, load_config
 from mcpward.config.models import GatewayConfig
 from mcpward.contracts.extract import contract_hash
@@ -40,10 +41,16 @@ from mcpward.contracts.snapshot_file import (
     read_snapshot,
     write_snapshot,
 )
-from mcpward.contracts.store import PinStoreError, hold_to_json, pin_from_json, pin_to_json
+from mcpward.contracts.store import (
+    PinStore,
+    PinStoreError,
+    hold_to_json,
+    pin_from_json,
+    pin_to_json,
+)
 from mcpward.guards.rug_pull import marker_scan
-from mcpward.store.paths import resolve_state_dir
-from mcpward.store.pins_sqlite import DB_NAME, SqlitePinStore
+from mcpward.store.factory import StoreContext, open_pin_store
+from mcpward.store.pins_sqlite import DB_NAME
 
 out = Console(highlight=False)
 err = Console(stderr=True, highlight=False)
@@ -56,7 +63,9 @@ StateDir = Annotated[
 ]
 ConfigFile = Annotated[
     Path | None,
-    typer.Option("--config", "-c", help="Take the state directory from this gateway config."),
+    typer.Option(
+        "--config", "-c", help="Use the store of this gateway config (SQLite or PostgreSQL)."
+    ),
 ]
 KindOpt = Annotated[
     str, typer.Option("--kind", "-k", help="tool | prompt | resource | resource_template | server")
@@ -71,26 +80,26 @@ def _fail(message: str, code: int = 1) -> typer.Exit:
     return typer.Exit(code)
 
 
-def _state_dir(state_dir: Path | None, config: Path | None) -> Path:
-    if state_dir is not None:
-        return state_dir
-    if config is not None:
-        try:
-            loaded = load_config(config)
-        except ConfigError as exc:
-            raise _fail(str(exc)) from None
-        return resolve_state_dir(loaded.config.state_dir)
-    return resolve_state_dir(None)
-
-
-def _open(
-    state_dir: Path | None, config: Path | None, *, must_exist: bool = True
-) -> SqlitePinStore:
-    directory = _state_dir(state_dir, config)
-    if must_exist and not (directory / DB_NAME).exists():
-        raise _fail(f"no pin store in {directory} (has the gateway run with the rug_pull guard?)")
+def _context(state_dir: Path | None, config: Path | None) -> StoreContext:
     try:
-        return SqlitePinStore(directory)
+        return cli_store_context(state_dir, config)
+    except StoreChoiceError as exc:
+        raise _fail(str(exc)) from None
+
+
+def _exists(context: StoreContext) -> bool:
+    """SQLite: the gateway has created its pin store. PostgreSQL: always (the open checks it)."""
+    return context.postgres or (context.state_dir / DB_NAME).exists()
+
+
+def _open(state_dir: Path | None, config: Path | None, *, must_exist: bool = True) -> PinStore:
+    context = _context(state_dir, config)
+    if must_exist and not _exists(context):
+        raise _fail(
+            f"no pin store in {context.state_dir} (has the gateway run with the rug_pull guard?)"
+        )
+    try:
+        return open_pin_store(context)
     except PinStoreError as exc:
         raise _fail(str(exc)) from None
 
@@ -104,8 +113,9 @@ def _kind(value: str) -> ItemKind:
         ) from None
 
 
-def _commands(store: SqlitePinStore) -> Commands:
-    return Commands(("--state-dir", str(store.path.parent)))
+def _commands(state_dir: Path | None, config: Path | None) -> Commands:
+    """The commands to print: they name the same store this command used."""
+    return Commands(_context(state_dir, config).cli_args())
 
 
 def _print_json(value: Any) -> None:
@@ -185,7 +195,7 @@ def register(app: typer.Typer) -> None:
             return
         if loaded.tampered:
             out.print(Text(f"TAMPERED: {sanitize_text(loaded.tampered, 400)}", style="bold red"))
-            reset = _commands(store).reset(upstream)
+            reset = _commands(state_dir, config).reset(upstream)
             out.print(Text(f"reset (forget, re-pin on next sight): {reset}"))
         if not loaded.known:
             out.print(f"upstream {upstream!r} has no baseline yet")
@@ -224,7 +234,7 @@ def register(app: typer.Typer) -> None:
             )
             return
         for d in diffs:
-            out.print(hold_diff_view(d, _commands(store)))
+            out.print(hold_diff_view(d, _commands(state_dir, config)))
 
     @pins.command("accept")
     def accept_(
@@ -352,14 +362,14 @@ def register(app: typer.Typer) -> None:
         as_json: JsonOut = False,
     ) -> None:
         """What is held right now and why (readable while the gateway runs)."""
-        directory = _state_dir(state_dir, config)
-        if not (directory / DB_NAME).exists():
+        context = _context(state_dir, config)
+        if not _exists(context):
             if as_json:
                 _print_json([])
             else:
-                out.print(f"nothing is held (no pin store in {directory} yet)")
+                out.print(f"nothing is held (no pin store in {context.state_dir} yet)")
             return
-        store = _open(directory, None)
+        store = _open(state_dir, config)
         current = store.holds(upstream)
         if as_json:
             _print_json([hold_to_json(h) for h in current])
@@ -368,7 +378,7 @@ def register(app: typer.Typer) -> None:
             out.print("nothing is held")
             return
         out.print(holds_table(current))
-        commands = _commands(store)
+        commands = _commands(state_dir, config)
         for hold in current:
             origin = hold.extra.get("provenance")
             if isinstance(origin, dict):

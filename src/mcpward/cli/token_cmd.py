@@ -1,4 +1,4 @@
-"""`mcpward token new|hash`: make HTTP client tokens and the hashed form the config stores.
+"""`mcpward token new|hash|revoke|revoked`: HTTP client tokens, their hashed form, revocations.
 
 The token is printed once, to stdout; the config only ever holds its SHA-256.
 """
@@ -6,14 +6,19 @@ The token is printed once, to stdout; the config only ever holds its SHA-256.
 from __future__ import annotations
 
 import sys
+import time
+from pathlib import Path
 from typing import Annotated
 
 import typer
 from rich.console import Console
 
+from mcpward.cli.store_context import StoreChoiceError, cli_store_context
 from mcpward.identity.consent import ConsentCeiling
 from mcpward.identity.models import StaticToken
+from mcpward.identity.revocations import RevocationUnavailable, parse_subject
 from mcpward.identity.tokens import hash_token, new_token
+from mcpward.store.factory import open_revocations
 
 err = Console(stderr=True)
 
@@ -67,3 +72,52 @@ def register(app: typer.Typer) -> None:
             err.print("[red]mcpward token hash:[/red] give a token of at least 16 characters")
             raise typer.Exit(2)
         typer.echo(hash_token(token))
+
+    @token_app.command("revoke")
+    def revoke(
+        subject: Annotated[str, typer.Argument(help="A client id, or sha256:<hex> of one token.")],
+        config: Annotated[
+            Path | None, typer.Option("--config", "-c", help="The gateway config (its store).")
+        ] = None,
+        state_dir: Annotated[
+            Path | None, typer.Option("--state-dir", help="The state directory (SQLite).")
+        ] = None,
+    ) -> None:
+        """Refuse a client (or one token) from now on, on every replica of the store."""
+        try:
+            parsed = parse_subject(subject)
+            context = cli_store_context(state_dir, config)
+            revocations = open_revocations(context, listen=False)
+        except (ValueError, StoreChoiceError, RevocationUnavailable) as exc:
+            err.print(f"[red]mcpward token revoke:[/red] {exc}", highlight=False)
+            raise typer.Exit(2 if isinstance(exc, ValueError) else 1) from None
+        try:
+            added = revocations.revoke(parsed)
+        except RevocationUnavailable as exc:
+            err.print(f"[red]mcpward token revoke:[/red] {exc}", highlight=False)
+            raise typer.Exit(1) from None
+        finally:
+            revocations.close()
+        state = "revoked" if added else "was already revoked"
+        err.print(f"{parsed} {state} ({' '.join(context.cli_args())})", highlight=False)
+
+    @token_app.command("revoked")
+    def revoked(
+        config: Annotated[
+            Path | None, typer.Option("--config", "-c", help="The gateway config (its store).")
+        ] = None,
+        state_dir: Annotated[
+            Path | None, typer.Option("--state-dir", help="The state directory (SQLite).")
+        ] = None,
+    ) -> None:
+        """List the revoked clients and tokens."""
+        try:
+            revocations = open_revocations(cli_store_context(state_dir, config), listen=False)
+            rows = revocations.subjects()
+            revocations.close()
+        except (StoreChoiceError, RevocationUnavailable) as exc:
+            err.print(f"[red]mcpward token revoked:[/red] {exc}", highlight=False)
+            raise typer.Exit(1) from None
+        for subject, at in rows:
+            stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(at))
+            typer.echo(f"{stamp}  {subject}")

@@ -11,7 +11,8 @@ from dataclasses import dataclass
 from mcpward.identity.consent import CEILING_CLAIM, ConsentCeiling
 from mcpward.identity.models import OAuthSettings, StaticToken
 from mcpward.identity.oauth import JwtVerifier, TokenRejected
-from mcpward.identity.tokens import StaticTokenTable
+from mcpward.identity.revocations import RevocationSet, RevocationUnavailable
+from mcpward.identity.tokens import StaticTokenTable, hash_token
 from mcpward.pipeline.context import Identity
 
 # RFC 6750 b64token
@@ -60,7 +61,12 @@ class NoCredentialConfigured(ValueError):
 class Authenticator:
     """Static tokens are tried first (constant-time), then JWT verification if OAuth is on."""
 
-    def __init__(self, tokens: Sequence[StaticToken], oauth: OAuthSettings | None = None) -> None:
+    def __init__(
+        self,
+        tokens: Sequence[StaticToken],
+        oauth: OAuthSettings | None = None,
+        revocations: RevocationSet | None = None,
+    ) -> None:
         if not tokens and oauth is None:
             raise NoCredentialConfigured(
                 "the HTTP front needs at least one client credential: add front.tokens "
@@ -69,6 +75,20 @@ class Authenticator:
         self._table = StaticTokenTable(tokens)
         self._jwt = JwtVerifier(oauth) if oauth is not None else None
         self.oauth = oauth
+        self._revocations = revocations
+
+    def _refuse_revoked(self, client_id: str | None, token: str) -> None:
+        """401 for a revoked client or token; also when revocations cannot be read (fail closed)."""
+        if self._revocations is None:
+            return
+        try:
+            revoked = self._revocations.revoked(client_id, hash_token(token))
+        except RevocationUnavailable:
+            raise AuthFailure(
+                401, "token revocations cannot be checked right now", error="invalid_token"
+            ) from None
+        if revoked:
+            raise AuthFailure(401, "token revoked", error="invalid_token")
 
     async def start(self) -> None:
         """Load the JWKS now, so a gateway whose keys cannot be read does not start."""
@@ -84,6 +104,7 @@ class Authenticator:
         token = match.group(1)
         entry = self._table.match(token)
         if entry is not None:
+            self._refuse_revoked(entry.client_id, token)
             return Principal(
                 identity=Identity(
                     sub=entry.client_id,
@@ -101,6 +122,7 @@ class Authenticator:
         except TokenRejected as exc:
             scope = " ".join(self._jwt.settings.required_scopes) if exc.status == 403 else None
             raise AuthFailure(exc.status, str(exc), error=exc.error, scope=scope) from None
+        self._refuse_revoked(verified.client_id, token)
         return Principal(
             identity=Identity(
                 sub=verified.sub,

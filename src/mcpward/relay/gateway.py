@@ -86,6 +86,7 @@ class Gateway:
             for uid, c in probes.items()
         }
         self.sessions: set[Session] = set()
+        self.store: StoreContext | None = None  # the configured store (set by `start`)
         # Readiness of the store (None = ready, else "store" or "migrations"); the HTTP front's
         # /readyz calls it. None here: the front checks that the state directory is writable.
         self.store_check: Callable[[], str | None] | None = None

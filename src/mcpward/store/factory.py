@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Protocol
 
 from mcpward.contracts.store import PinStore, PinStoreError
+from mcpward.identity.revocations import RevocationSet, RevocationUnavailable
 from mcpward.store.keys import KeyFileError, load_or_create_secret
 from mcpward.store.paths import resolve_state_dir
 from mcpward.store.settings import KeysSettings, StoreSettings
@@ -119,3 +120,40 @@ def store_ready(context: StoreContext) -> str | None:
     finally:
         release_pool(pool)
     return None
+
+
+class Revocations(RevocationSet, Protocol):
+    """A revocation set that the CLI can also write and list."""
+
+    def revoke(self, subject: str) -> bool: ...
+
+    def subjects(self) -> list[tuple[str, float]]: ...
+
+    def close(self) -> None: ...
+
+
+def open_revocations(context: StoreContext, *, listen: bool = True) -> Revocations:
+    """The token revocations of the configured store (`listen`: follow other replicas' changes;
+    one-shot CLI commands pass False). Raises RevocationUnavailable."""
+    if not context.postgres:
+        from mcpward.store.revocations import SqliteRevocations
+
+        return SqliteRevocations(context.state_dir)
+    from mcpward.store.postgres.migrations import SchemaMismatch, check_schema
+    from mcpward.store.postgres.pool import PostgresUnavailable, acquire_pool, release_pool
+    from mcpward.store.postgres.revocations import PostgresRevocations
+
+    try:
+        key = context.pins_key()
+    except PinStoreError as exc:
+        raise RevocationUnavailable(str(exc)) from None
+    try:
+        pool = acquire_pool(context.settings)
+    except PostgresUnavailable as exc:
+        raise RevocationUnavailable(f"token revocations: {exc}") from None
+    try:
+        check_schema(pool, migrate_hint(context))
+    except (PostgresUnavailable, SchemaMismatch) as exc:
+        release_pool(pool)
+        raise RevocationUnavailable(f"token revocations: {exc}") from None
+    return PostgresRevocations(pool, key, listen=listen)

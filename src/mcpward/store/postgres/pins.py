@@ -26,6 +26,7 @@ from mcpward.store.pin_macs import (
 )
 from mcpward.store.postgres.notify import (
     PINS_CHANNEL,
+    ChangeWatcher,
     acquire_watcher,
     notify,
     release_watcher,
@@ -71,8 +72,8 @@ class PostgresPinStore:
         """Takes over one reference to `pool` (released by `close`)."""
         self._pool = pool
         self._macs = PinMacs(key)
-        self._watcher = acquire_watcher(pool)
-        self._seen = self._watcher.generation(PINS_CHANNEL)
+        self._watcher: ChangeWatcher | None = None  # started by the first `changed()`
+        self._seen = -1
         self._closed = False
         self._init_list()
 
@@ -326,15 +327,21 @@ class PostgresPinStore:
         """True after any replica (or the CLI) committed a pin change, and after the listener
         reconnected (notifications sent meanwhile are lost, so everything is re-read). While the
         listener is down every call says True: the next load then fails closed or re-reads."""
-        generation = self._watcher.generation(PINS_CHANNEL)
-        if generation != self._seen or not self._watcher.connected:
+        watcher = self._listen()
+        generation = watcher.generation(PINS_CHANNEL)
+        if generation != self._seen or not watcher.connected:
             self._seen = generation
             return True
         return False
 
+    def _listen(self) -> ChangeWatcher:
+        if self._watcher is None:  # one-shot CLI commands never need a listener
+            self._watcher = acquire_watcher(self._pool)
+        return self._watcher
+
     def wait_listening(self, timeout: float = 5.0) -> bool:
-        """Wait until the change listener is connected (tests and the CLI use it)."""
-        return self._watcher.wait_connected(timeout)
+        """Start the change listener if needed and wait until it is connected."""
+        return self._listen().wait_connected(timeout)
 
     def location(self) -> str:
         return self._pool.where
@@ -343,5 +350,6 @@ class PostgresPinStore:
         if self._closed:
             return
         self._closed = True
-        release_watcher(self._pool)
+        if self._watcher is not None:
+            release_watcher(self._pool)
         release_pool(self._pool)

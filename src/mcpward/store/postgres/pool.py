@@ -5,7 +5,9 @@ Every caller shares it; `PostgresUnavailable` says plainly why no connection cou
 
 from __future__ import annotations
 
+import logging
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -14,6 +16,9 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 
 from mcpward.secret_refs import SecretUnavailable, resolve_secret
 from mcpward.store.settings import StoreSettings
+
+log = logging.getLogger("mcpward.store")
+RETRY_AFTER_S = 0.5  # after a failure, calls fail at once for this long (no storm, no waits)
 
 
 class PostgresUnavailable(Exception):
@@ -44,46 +49,92 @@ def describe_dsn(dsn: str) -> str:
 
 
 class PgPool:
-    """A shared `psycopg_pool.ConnectionPool`, reference-counted per process."""
+    """A shared `psycopg_pool.ConnectionPool`, reference-counted per process.
+
+    Once the server is found gone, calls fail at once (for `RETRY_AFTER_S`) instead of each
+    waiting out the timeout; the next call after that probes the server with a connection of its
+    own and, when it answers, replaces the pool (whose own reconnection backs off for minutes)."""
 
     def __init__(self, dsn: str, settings: StoreSettings) -> None:
         self.dsn = dsn
         self.where = describe_dsn(dsn)
         self.timeout = settings.timeout_s
+        self._settings = settings
         self._users = 0
-        self.pool = ConnectionPool(
-            dsn,
-            min_size=settings.pool.min,
-            max_size=settings.pool.max,
-            kwargs={"autocommit": True, "connect_timeout": max(1, round(settings.timeout_s))},
-            timeout=settings.timeout_s,
+        self._state_lock = threading.Lock()
+        self._down: str | None = None  # why the last attempt failed; None while it works
+        self._retry_at = 0.0
+        self.pool = self._new_pool()
+
+    def _new_pool(self) -> ConnectionPool:
+        pool = ConnectionPool(
+            self.dsn,
+            min_size=self._settings.pool.min,
+            max_size=self._settings.pool.max,
+            kwargs={"autocommit": True, "connect_timeout": _connect_timeout(self.timeout)},
+            timeout=self.timeout,
             check=ConnectionPool.check_connection,
             name=f"mcpward {self.where}",
             open=False,
         )
-        self.pool.open(wait=False)
+        pool.open(wait=False)
+        return pool
+
+    def _mark_down(self, reason: str) -> PostgresUnavailable:
+        with self._state_lock:
+            self._down = reason
+            self._retry_at = time.monotonic() + RETRY_AFTER_S
+        return PostgresUnavailable(reason)
+
+    def _revive(self) -> None:
+        """Called while marked down: fail fast, or probe the server and renew the pool."""
+        with self._state_lock:
+            if self._down is None:
+                return
+            if time.monotonic() < self._retry_at:
+                raise PostgresUnavailable(self._down)
+            self._retry_at = time.monotonic() + RETRY_AFTER_S  # one prober at a time
+        probe = self.connect_direct()  # raises PostgresUnavailable while the server is away
+        probe.close()
+        with self._state_lock:
+            old, self.pool = self.pool, self._new_pool()
+            self._down = None
+        threading.Thread(target=old.close, kwargs={"timeout": 0}, daemon=True).start()
+        log.info("%s answers again", self.where)
 
     @contextmanager
     def connection(self) -> Iterator[psycopg.Connection[tuple[object, ...]]]:
         """A checked connection in autocommit mode; use `conn.transaction()` for atomic work."""
+        if self._down is not None:
+            try:
+                self._revive()
+            except PostgresUnavailable as exc:
+                raise self._mark_down(str(exc)) from None
         try:
             with self.pool.connection(timeout=self.timeout) as conn:
                 yield conn
         except PoolTimeout:
-            raise PostgresUnavailable(
+            raise self._mark_down(
                 f"{self.where}: no database connection within {self.timeout:g} s"
             ) from None
         except psycopg.OperationalError as exc:
-            raise PostgresUnavailable(f"{self.where}: {first_line(exc)}") from None
+            raise self._mark_down(f"{self.where}: {first_line(exc)}") from None
 
     def connect_direct(self) -> psycopg.Connection[tuple[object, ...]]:
         """A connection of its own, outside the pool (LISTEN needs one that is never shared)."""
         try:
             return psycopg.connect(
-                self.dsn, autocommit=True, connect_timeout=max(1, round(self.timeout))
+                self.dsn, autocommit=True, connect_timeout=_connect_timeout(self.timeout)
             )
         except psycopg.Error as exc:
             raise PostgresUnavailable(f"{self.where}: {first_line(exc)}") from None
+
+    def close(self) -> None:
+        self.pool.close()
+
+
+def _connect_timeout(timeout: float) -> int:
+    return max(1, round(timeout))
 
 
 def first_line(exc: BaseException) -> str:
@@ -116,4 +167,4 @@ def release_pool(pool: PgPool) -> None:
         for key, value in list(_pools.items()):
             if value is pool:
                 del _pools[key]
-    pool.pool.close()
+    pool.close()

@@ -18,8 +18,10 @@ from mcpward.identity.authenticator import Authenticator
 from mcpward.identity.consent import ConsentCeiling
 from mcpward.identity.models import StaticToken
 from mcpward.identity.oauth import JwksUnavailable
+from mcpward.identity.revocations import RevocationUnavailable
 from mcpward.identity.tokens import hash_token
 from mcpward.relay.gateway import Gateway
+from mcpward.store.factory import Revocations, open_revocations
 from mcpward.transport.http_front.app import HttpFrontApp
 from mcpward.transport.http_front.config import HttpFront, HttpFrontRefused, check_posture
 
@@ -58,10 +60,13 @@ def _bind(front: HttpFront) -> socket.socket:
 async def running_front(gateway: Gateway, front: HttpFront) -> AsyncIterator[str]:
     """Serve in the background while the block runs; yields the MCP endpoint URL."""
     check_posture(front)
-    authenticator = Authenticator(front.tokens, front.oauth)
+    revocations = await asyncio.to_thread(_open_revocations, gateway)
+    authenticator = Authenticator(front.tokens, front.oauth, revocations)
     try:
         await authenticator.start()
     except JwksUnavailable as exc:
+        if revocations is not None:
+            revocations.close()
         raise HttpFrontRefused(f"front.oauth: the JWKS cannot be read: {exc}") from None
     sock = _bind(front)
     port = sock.getsockname()[1]
@@ -95,6 +100,18 @@ async def running_front(gateway: Gateway, front: HttpFront) -> AsyncIterator[str
         with contextlib.suppress(Exception):
             await asyncio.wait_for(task, 5)
         sock.close()
+        if revocations is not None:
+            revocations.close()
+
+
+def _open_revocations(gateway: Gateway) -> Revocations | None:
+    """The store's token revocations (shared by a fleet's replicas), checked on every request."""
+    if gateway.store is None:
+        return None
+    try:
+        return open_revocations(gateway.store)
+    except RevocationUnavailable as exc:
+        raise HttpFrontRefused(str(exc)) from None
 
 
 async def serve_http(
