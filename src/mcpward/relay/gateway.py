@@ -96,7 +96,6 @@ class Gateway:
             if isinstance(u, StdioUpstream) and u.id not in self._connections
         }
         self.processes = ProcessPool(pooled, self.settings)
-        self.store: StoreContext | None = None  # the configured store (set by `start`)
         self.session_services = SessionServices(
             pipeline=self.pipeline,
             catalog=self.catalog,
