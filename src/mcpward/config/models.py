@@ -17,8 +17,8 @@ from pydantic import (
 from mcpward.evidence.settings import EvidenceSettings
 from mcpward.pipeline.spec import GuardSpec, Mode
 from mcpward.secret_refs import SecretRef
-from mcpward.telemetry.settings import TelemetrySettings
 from mcpward.store.settings import KeysSettings, StoreSettings
+from mcpward.telemetry.settings import TelemetrySettings
 from mcpward.transport.http_front.config import HttpFront
 
 UPSTREAM_ID = r"^[A-Za-z0-9][A-Za-z0-9_-]{0,62}$"

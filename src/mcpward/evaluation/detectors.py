@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from mcpward.evaluation import corpora as C
-from mcpward.evaluation import synthetic
+from mcpward.evaluation import keygen, synthetic
 from mcpward.evaluation.split import Split
 from mcpward.evaluation.stats import Confusion, Rate
 from mcpward.guards.response_injection import ResponseInjectionGuard, ResponseInjectionOptions
@@ -257,6 +257,8 @@ def evaluate_secrets(corpora: Path, real_dir: Path, splits: Sequence[Split] = SP
                 missed=missed,
             )
         )
+    if "dev" in splits:
+        rows += _generated_secret_rows(guard)
     # Development sees only the dev side of the ordinary text: BIPIA's train emails and the
     # dev batch of real servers; the full run pools both sides, as the table always has.
     everything = "test" in splits
@@ -286,6 +288,42 @@ def evaluate_secrets(corpora: Path, real_dir: Path, splits: Sequence[Split] = SP
         )
     )
     return rows
+
+
+def _generated_secret_rows(guard: SecretsGuard) -> list[Row]:
+    """Keys in each provider's real format, and look-alikes that must come back byte-identical
+    (our own generator, evaluation/keygen.py; the maintainers keep theirs held out)."""
+    keys = keygen.generate(keygen.PROVIDERS, per_kind=40, seed=4)
+    key_counts, key_missed = _count(
+        keys, lambda _: True, lambda e: bool(guard.scanner.find(e.text)), lambda e: e.kind
+    )
+    alikes = keygen.generate(keygen.LOOK_ALIKES, per_kind=40, seed=5)
+    alike_counts, alike_changed = _count(
+        alikes,
+        lambda _: False,
+        lambda e: guard.scanner.redact_text(e.text)[0] != e.text,
+        lambda e: e.kind,
+    )
+    return [
+        Row(
+            "secrets",
+            f"generated provider-format keys ({len(keygen.PROVIDERS)} formats)",
+            "dev",
+            key_counts,
+            goal="recall >= 0.98",
+            note="our generator; development",
+            missed=key_missed,
+        ),
+        Row(
+            "secrets",
+            f"generated look-alikes ({len(keygen.LOOK_ALIKES)} kinds), byte-identical",
+            "dev",
+            alike_counts,
+            goal="none changed",
+            note="UUIDs, hashes, git SHAs, SRI, base64 text, ARNs, buckets, client ids",
+            missed=alike_changed,
+        ),
+    ]
 
 
 def evaluate_response_injection(corpora: Path, splits: Sequence[Split] = SPLITS) -> list[Row]:

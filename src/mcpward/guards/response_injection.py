@@ -17,7 +17,6 @@ from mcpward.guards.detection.families import (
     INSTRUCTION_RULES,
     check_family_ids,
 )
-from mcpward.guards.detection.multilingual import MULTILINGUAL_INSTRUCTION_RULES
 from mcpward.guards.detection.scanner import ContentScanner, CustomPattern, Finding, score
 from mcpward.pipeline.context import GuardContext
 from mcpward.pipeline.decisions import AddWarning, Allow, Decision, Deny, Modify, ReplacePayload
@@ -25,7 +24,7 @@ from mcpward.pipeline.guard import Guard
 from mcpward.pipeline.spec import GuardSpec
 from mcpward.pipeline.subject import Subject
 
-DATA_RULES = INSTRUCTION_RULES + MULTILINGUAL_INSTRUCTION_RULES + INJECTION_ONLY_RULES
+DATA_RULES = INSTRUCTION_RULES + INJECTION_ONLY_RULES
 # Keys whose values are not text the model reads as prose (binary, identifiers, metadata).
 SKIP_KEYS = frozenset({"data", "blob", "mimeType", "type", "uri", "_meta", "annotations"})
 _SENTENCE_END = ".!?\n"

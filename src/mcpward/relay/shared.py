@@ -13,8 +13,8 @@ from mcpward.pipeline.executor import Pipeline
 from mcpward.relay.catalog import Catalog
 from mcpward.relay.links import MessageHandler, StateHandler, UpstreamLink
 from mcpward.relay.naming import Namespace
-from mcpward.relay.traced import CallTracer
 from mcpward.relay.process_pool import Tenant
+from mcpward.relay.traced import CallTracer
 
 LinkFactory = Callable[[str, MessageHandler, StateHandler, Tenant], UpstreamLink]
 
