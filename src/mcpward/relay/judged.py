@@ -21,10 +21,9 @@ from mcpward.relay.live_contracts import ConnectionContracts
 from mcpward.relay.outcomes import decision_of
 from mcpward.relay.routing import Routes
 from mcpward.relay.state import SessionState
-from mcpward.relay.traced import CallTracer
 from mcpward.relay.traced import CallTracer, Handler
-from mcpward.relay.upstream_calls import LinkOpener, UpstreamCalls
 from mcpward.relay.unrelayed import without_task_augmentation
+from mcpward.relay.upstream_calls import LinkOpener, UpstreamCalls
 
 Record = Callable[[DecisionRecord], Awaitable[None]]
 ContractsOf = Callable[[UpstreamLink], ConnectionContracts]
