@@ -241,3 +241,15 @@ def test_a_store_error_is_unavailable_not_fatal(tmp_path: Path) -> None:
         pool.pool.close()
         with psycopg.connect(dsn) as conn:
             assert conn.execute("SELECT count(*) FROM ledger_entries").fetchone() == (0,)
+
+
+def test_a_batch_past_the_values_limit_goes_in_as_arrays(pg_dsn: str, tmp_path: Path) -> None:
+    context = pg_context(pg_dsn, tmp_path)
+    ledger, paths = replica(context, tmp_path, "a")
+    ledger.append(receipts(0, 3))  # VALUES, head cached
+    big = ledger.append(receipts(3, 2100))  # arrays, in one statement
+    ledger.checkpoint()
+    ledger.close()
+    assert [big[0].seq, big[-1].seq] == [3, 2102]
+    report = verify(paths)
+    assert (report.state, report.entries, report.verified_through) == (LedgerState.OK, 2103, 2103)

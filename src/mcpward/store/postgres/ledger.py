@@ -6,6 +6,7 @@ one round trip. Triggers refuse UPDATE, DELETE and TRUNCATE; verification catche
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 import time
@@ -36,14 +37,29 @@ RETRY_AFTER_S = 0.25  # after a lost connection, calls fail at once for this lon
 _FETCH_ROWS = 2000
 
 _COLUMNS = "seq, body, entry_hash, hmac, recorded_at"
-_ROWS = "unnest(%s::bigint[], %s::bytea[], %s::bytea[], %s::bytea[], %s::float8[])"
-_INSERT = f"INSERT INTO ledger_entries ({_COLUMNS}) SELECT * FROM {_ROWS}"
-# One statement, its own transaction: the append lock (held to its commit) is taken before the
-# first row is produced (the materialised CTE is the join's outer side), then every row goes in.
-_LOCKED_INSERT = (
-    "WITH append_lock AS MATERIALIZED (SELECT pg_advisory_xact_lock(%s)) "
-    f"INSERT INTO ledger_entries ({_COLUMNS}) SELECT u.* FROM append_lock, {_ROWS} AS u"
-)
+# Rows as arrays: any number in one statement, but every bytea is sent as text and parsed.
+_ARRAY_ROWS = "unnest(%s::bigint[], %s::bytea[], %s::bytea[], %s::bytea[], %s::float8[])"
+_VALUES_MAX = 2000  # rows sent as VALUES (5 parameters each, under the protocol's 65535)
+_LOCK = "WITH append_lock AS MATERIALIZED (SELECT pg_advisory_xact_lock(%s)) "
+_INSERT = f"INSERT INTO ledger_entries ({_COLUMNS}) "
+
+
+@functools.lru_cache(maxsize=64)
+def _insert_sql(rows: int, locked: bool) -> str:
+    """One INSERT of `rows` rows, as its own transaction when `locked`: the append lock (held to
+    its commit) is taken before the first row is produced (the materialised CTE is the join's
+    outer side). Up to _VALUES_MAX rows go as VALUES (binary parameters, about half the server
+    time of arrays for a receipt), more as arrays."""
+    if rows <= _VALUES_MAX:
+        row = "(%s::bigint, %s::bytea, %s::bytea, %s::bytea, %s::float8)"
+        source = f"(VALUES {', '.join([row] * rows)}) AS r"
+    else:
+        source = f"{_ARRAY_ROWS} AS r"
+    if locked:
+        return f"{_LOCK}{_INSERT}SELECT r.* FROM append_lock, {source}"
+    return f"{_INSERT}SELECT r.* FROM {source}"
+
+
 _HEAD = "SELECT seq, entry_hash, body FROM ledger_entries ORDER BY seq DESC LIMIT 1"
 
 Conn = psycopg.Connection[tuple[Any, ...]]
@@ -239,7 +255,7 @@ class PostgresLedgerStore:
                 sealed = list(build(head))
                 try:
                     if sealed:
-                        conn.execute(_LOCKED_INSERT, (APPEND_LOCK, *self._columns(sealed)))
+                        self._insert(conn, sealed, locked=True)
                 except pg_errors.UniqueViolation:
                     self.contended += 1
                 else:
@@ -257,19 +273,22 @@ class PostgresLedgerStore:
         return sealed
 
     @staticmethod
-    def _columns(sealed: list[SealedEntry]) -> tuple[list[Any], ...]:
-        """The batch as one array per column: one statement inserts any number of rows."""
-        return (
-            [e.seq for e in sealed],
-            [e.body for e in sealed],
-            [e.entry_hash for e in sealed],
-            [e.hmac for e in sealed],
-            [e.recorded_at for e in sealed],
-        )
-
-    def _insert(self, conn: Conn, sealed: list[SealedEntry]) -> None:
-        if sealed:
-            conn.execute(_INSERT, self._columns(sealed))
+    def _insert(conn: Conn, sealed: list[SealedEntry], *, locked: bool = False) -> None:
+        if not sealed:
+            return
+        args: list[Any] = [APPEND_LOCK] if locked else []
+        if len(sealed) <= _VALUES_MAX:
+            for e in sealed:
+                args += (e.seq, e.body, e.entry_hash, e.hmac, e.recorded_at)
+        else:
+            args += (
+                [e.seq for e in sealed],
+                [e.body for e in sealed],
+                [e.entry_hash for e in sealed],
+                [e.hmac for e in sealed],
+                [e.recorded_at for e in sealed],
+            )
+        conn.execute(_insert_sql(len(sealed), locked), args, binary=True)
 
     def sync_wal(self) -> bool:
         """Make every commit before this call durable on the server. With synchronous_commit on
