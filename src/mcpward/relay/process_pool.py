@@ -51,6 +51,7 @@ class UpstreamProcesses:
     opening: dict[str, asyncio.Task[SharedProcess]] = field(default_factory=dict)
     last_used: float = field(default_factory=time.monotonic)
     failed: bool = False
+    waiting: int = 0  # sessions waiting for a spare that is still starting
 
 
 class ProcessPool:
@@ -116,9 +117,16 @@ class ProcessPool:
                     self._replenish(ups)
                     return conn
                 await self._stop(ups, conn)
-            if self._room(ups) or not ups.warming:
-                break
-            await asyncio.wait(set(ups.warming), return_when=asyncio.FIRST_COMPLETED)
+            # A spare already starting is ready sooner than a process started now: wait for
+            # one if nobody else waits for it; at the cap, everyone waits for one.
+            if ups.warming and (ups.waiting < len(ups.warming) or not self._room(ups)):
+                ups.waiting += 1
+                try:
+                    await asyncio.wait(set(ups.warming), return_when=asyncio.FIRST_COMPLETED)
+                finally:
+                    ups.waiting -= 1
+                continue
+            break
         self._reserve(ups)
         conn = self._new_connection(ups)
         try:

@@ -313,8 +313,8 @@ class LegacySessions:
     async def close_all(self) -> None:
         if self._reaper is not None:
             self._reaper.cancel()
-        for session in list(self._sessions.values()):
-            await self.discard(session)
+        # All at once: each session's upstreams may take their grace periods to stop.
+        await asyncio.gather(*(self.discard(s) for s in list(self._sessions.values())))
 
 
 def is_initialize(body: Any) -> bool:

@@ -157,10 +157,11 @@ class ModernPool:
     async def close_all(self) -> None:
         sessions = list(self._sessions.values())
         self._sessions.clear()
-        for pooled in sessions:
-            if pooled.relay is not None:
-                with contextlib.suppress(Exception):
-                    await self.gateway.close_session(pooled.relay)
+        relays = [pooled.relay for pooled in sessions if pooled.relay is not None]
+        # All at once: each session's upstreams may take their grace periods to stop.
+        await asyncio.gather(
+            *(self.gateway.close_session(relay) for relay in relays), return_exceptions=True
+        )
 
 
 async def _discover(pooled: PooledSession, meta: Mapping[str, Any]) -> None:
