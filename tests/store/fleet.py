@@ -51,8 +51,11 @@ def write_control(control: Path, version: int) -> None:
     tmp.replace(control)
 
 
-def replica_config(base: Path, name: str, keys: Path, control: Path) -> Replica:
-    """A replica's config: its own state dir and port, the shared database and keys."""
+def replica_config(
+    base: Path, name: str, keys: Path | None, control: Path, *, postgres: bool = True
+) -> Replica:
+    """A replica's config: its own state dir and port, the shared database and keys (or, with
+    `postgres=False`, a single box: SQLite and keys in its state dir)."""
     directory = base / name
     directory.mkdir(parents=True, exist_ok=True)
     port = free_port()
@@ -61,16 +64,25 @@ def replica_config(base: Path, name: str, keys: Path, control: Path) -> Replica:
         "command": sys.executable,
         "args": [str(DRIFT_SERVER), "--control", str(control), "--mode", "live"],
     }
-    config = {
+    config: dict[str, Any] = {
         "version": 1,
-        "front": {"kind": "http", "host": "127.0.0.1", "port": port,
-                  "tokens": [token_entry(TOKEN, "fleet-client")]},
+        "front": {
+            "kind": "http",
+            "host": "127.0.0.1",
+            "port": port,
+            "tokens": [token_entry(TOKEN, "fleet-client")],
+        },
         "upstreams": [upstream],
         "state_dir": str(directory / "state"),
         "logging": {"level": "info", "file": str(directory / "gateway.log")},
-        "store": {"kind": "postgres", "dsn": {"env": DSN_ENV}, "pool": {"min": 1, "max": 4}},
-        "keys": {"dir": str(keys)},
-    }  # fmt: skip
+    }
+    if postgres:
+        config["store"] = {
+            "kind": "postgres",
+            "dsn": {"env": DSN_ENV},
+            "pool": {"min": 1, "max": 4},
+        }
+        config["keys"] = {"dir": str(keys)}
     path = directory / "mcpward.yaml"
     path.write_text(yaml.safe_dump(config), encoding="utf-8")
     return Replica(name, path, port)

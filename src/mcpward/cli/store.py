@@ -12,7 +12,7 @@ from rich.console import Console
 from mcpward.cli.store_context import StoreChoiceError, cli_store_context
 from mcpward.store.factory import StoreContext, store_ready
 
-err = Console(stderr=True, highlight=False)
+err = Console(stderr=True, highlight=False, soft_wrap=True)
 ConfigOpt = Annotated[
     Path, typer.Option("--config", "-c", help="The gateway config whose store is meant.")
 ]
@@ -67,3 +67,24 @@ def register(app: typer.Typer) -> None:
         if reason is not None:
             raise _fail(f"{where}: not ready: {reason}")
         err.print(f"{where}: ready (keys in {context.keys_dir})")
+
+    @store_app.command("copy")
+    def copy_cmd(
+        from_config: Annotated[
+            Path, typer.Option("--from-config", help="The single-box (SQLite) config.")
+        ],
+        to_config: Annotated[
+            Path, typer.Option("--to-config", help="The fleet (PostgreSQL) config.")
+        ],
+    ) -> None:
+        """Copy pins, holds and the ledger (with its checkpoints) into an empty PostgreSQL store,
+        then verify the copy. The source is only read."""
+        from mcpward.cli.store_copy import CopyError, copy_store
+
+        source, target = _context(from_config), _context(to_config)
+        try:
+            report = copy_store(source, target)
+        except CopyError as exc:
+            raise _fail(str(exc)) from None
+        for line in report:
+            err.print(line)
