@@ -3,7 +3,7 @@ gateways, interleaved in one run.
 
     .venv/bin/python benchmarks/relay.py [--calls 2000] [--rounds 3] [--concurrency 16]
                                          [--throughput-calls 6000] [--baseline-src DIR]
-                                         [--no-peers]
+                                         [--no-peers] [--with-metrics]
 
 Every path wraps the same raw JSON-RPC upstream (benchmarks/raw_upstream.py) and is driven by the
 same raw client (mcpward.testing.rawpeer.RawPeer): initialize, tools/list, 200 warm-up calls,
@@ -21,7 +21,8 @@ previous commit, `git worktree add /tmp/base HEAD~1`), interleaved in the same r
 Peers (benchmarks/peers.py; each installed once into `.bench-peers/`, skipped with a printed
 reason when it cannot be): `mcpindex-proxy` (PyPI mcpindex-gate, needs Python >= 3.12; its
 default posture, guard) and `mcp-firewall wrap` (its defaults, global rate limit raised).
-`--no-peers` leaves them out.
+`--no-peers` leaves them out. `--with-metrics` adds the defaults with /metrics served (metrics
+are only counted when served).
 """
 
 from __future__ import annotations
@@ -120,6 +121,8 @@ DEFAULTS = ""
 # The same guards with receipts fsynced before each answer (group commit), and answered first.
 SYNC = "evidence: {durability: sync}\n"
 BATCHED = "evidence: {durability: batched}\n"
+# The defaults with /metrics served (the stdio listener, on an ephemeral loopback port).
+METRICS = "telemetry: {metrics_listen: '127.0.0.1:0'}\n"
 
 
 async def sequential(client: RawPeer, n: int) -> list[float]:
@@ -170,6 +173,7 @@ LABELS = {
     "defaults": "mcpward defaults (crash_safe receipts)",
     "sync": "mcpward: default guards + sync receipts",
     "baseline": "baseline src: its defaults",
+    "metrics": "mcpward defaults + /metrics served",
 }
 
 
@@ -219,6 +223,9 @@ async def main() -> None:
     )
     parser.add_argument("--baseline-src", type=Path, default=None)
     parser.add_argument("--no-peers", action="store_true", help="leave out the peer gateways")
+    parser.add_argument(
+        "--with-metrics", action="store_true", help="add the defaults with /metrics served"
+    )
     args = parser.parse_args()
     started = time.perf_counter()
     env = {**os.environ, "BENCH_TOOLS": "10"}
@@ -241,6 +248,8 @@ async def main() -> None:
         }
         if args.baseline_src:
             argvs["baseline"] = gateway_argv(write_config(Path(tmp), "baseline", DEFAULTS))
+        if args.with_metrics:
+            argvs["metrics"] = gateway_argv(write_config(Path(tmp), "metrics", METRICS))
         if not args.no_peers:
             peer_tmp = Path(tmp) / "peers"
             peer_tmp.mkdir()
