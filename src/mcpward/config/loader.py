@@ -130,6 +130,24 @@ def _check_guards(
     return options, problems
 
 
+def _consult_problems(config: GatewayConfig, specs: list[GuardSpec]) -> list[ConfigProblem]:
+    """A consult that could outlast the rug_pull guard waiting for it would time the guard out
+    (failing its call closed) instead of keeping the deterministic verdict."""
+    consult = config.consult
+    if consult is None or not consult.enabled:
+        return []
+    return [
+        ConfigProblem(
+            "consult.deadline_s",
+            f"{consult.deadline_s:g} s is not below the timeout of guard "
+            f"{spec.id or spec.kind!r} ({spec.timeout_ms} ms), which waits for the consult; "
+            "lower deadline_s or raise that guard's timeout_ms",
+        )
+        for spec in specs
+        if spec.kind == "rug_pull" and consult.deadline_s * 1000 >= spec.timeout_ms
+    ]
+
+
 def parse_config(data: Any, source: str = "<config>") -> LoadedConfig:
     """Validate already parsed YAML/JSON data."""
     if not isinstance(data, dict):
@@ -148,6 +166,7 @@ def parse_config(data: Any, source: str = "<config>") -> LoadedConfig:
     else:
         specs = list(config.guards or [])
     options, problems = _check_guards(specs, from_defaults)
+    problems += _consult_problems(config, specs)
     if problems:
         raise ConfigError(source, problems)
     return LoadedConfig(source, config, specs, options)

@@ -14,11 +14,14 @@ from pydantic import (
     field_validator,
 )
 
+from mcpward.contracts.consult.settings import ConsultSettings
 from mcpward.evidence.settings import EvidenceSettings
 from mcpward.pipeline.spec import GuardSpec, Mode
 from mcpward.secret_refs import SecretRef
 from mcpward.store.settings import KeysSettings, StoreSettings
 from mcpward.telemetry.settings import TelemetrySettings
+from mcpward.transport.egress.endpoint import endpoint_refusal
+from mcpward.transport.egress.policy import EgressConfigError
 from mcpward.transport.http_front.config import HttpFront
 
 UPSTREAM_ID = r"^[A-Za-z0-9][A-Za-z0-9_-]{0,62}$"
@@ -171,6 +174,30 @@ class GatewayConfig(Strict):
     )
     store: StoreSettings = Field(default_factory=StoreSettings)
     keys: KeysSettings = Field(default_factory=KeysSettings)
+    consult: ConsultSettings | None = Field(
+        default=None,
+        description="Tier 2 of the drift gate: an escalate-only semantic consult of a model "
+        "about structurally benign but ambiguous contract changes. Omitted = off: nothing is "
+        "sent anywhere.",
+    )
+
+    @field_validator("consult")
+    @classmethod
+    def _consult_endpoint_passes_egress(
+        cls, value: ConsultSettings | None
+    ) -> ConsultSettings | None:
+        if value is None:
+            return value
+        try:
+            refusal = endpoint_refusal(value.url, value.allow_private)
+        except EgressConfigError as exc:
+            raise ValueError(f"allow_private: {exc}") from None
+        if refusal is not None:
+            raise ValueError(
+                f"url: {refusal}; the egress filter would block every consult. List the "
+                "endpoint's address in consult.allow_private (e.g. 127.0.0.1) if it is meant"
+            )
+        return value
 
     @field_validator("upstreams")
     @classmethod

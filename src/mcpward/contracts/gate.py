@@ -13,12 +13,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mcpward.contracts.classify import classify_item
+from mcpward.contracts.consult.cache import ConsultVerdict
+from mcpward.contracts.consult.consult import PENDING, Review, SemanticConsult
 from mcpward.contracts.extract import DEEP_PREFIX, ContractMap, HashCache
 from mcpward.contracts.holds import Commands, hold_banner
 from mcpward.contracts.markers import MarkerScan
 from mcpward.contracts.model import INSTRUCTIONS, WHOLE_UPSTREAM, HoldRecord, ItemKind, Pin, Verdict
 from mcpward.contracts.postures import Posture, PostureTable
-from mcpward.contracts.provenance import provenance
+from mcpward.contracts.provenance import CONSULT_MEANING, provenance
 from mcpward.contracts.store import Key, PinStore
 from mcpward.contracts.taxonomy import Change, ChangeKind
 from mcpward.protocol.uri_template import template_regex
@@ -36,6 +38,7 @@ class _Sentinel:
 
 UNOBSERVED = _Sentinel("UNOBSERVED")  # the upstream's contracts were never read
 UNLISTED = _Sentinel("UNLISTED")  # the item is neither pinned nor in the live view
+CONSULTING = _Sentinel("CONSULTING")  # a benign-looking change awaits the tier-2 consult
 
 CheckResult = HoldRecord | _Sentinel | None
 _INSTRUCTIONS_KEY: Key = (ItemKind.SERVER, INSTRUCTIONS)
@@ -60,6 +63,7 @@ class Observation:
     new_holds: list[HoldRecord] = field(default_factory=list)
     repinned: list[tuple[Key, list[str]]] = field(default_factory=list)
     released: list[Key] = field(default_factory=list)
+    consulting: list[Key] = field(default_factory=list)  # PROCEEDs awaiting the consult
 
 
 @dataclass(slots=True)
@@ -89,8 +93,10 @@ class Gate:
         markers: MarkerScan | None = None,
         clock: Callable[[], float] = time.time,
         identities: Mapping[str, Any] | None = None,
+        consult: SemanticConsult | None = None,
     ) -> None:
         self.store = store
+        self.consult = consult  # tier 2: may raise a PROCEED to a HOLD, never the reverse
         self.identities = dict(identities or {})  # upstream id -> what identifies the server
         self.markers = markers
         self.table_for = table_for
@@ -247,6 +253,17 @@ class Gate:
             decision = table.decide(c.kind for c in changes)
             kinds = list(dict.fromkeys(c.kind.value for c in changes))
             if decision.judged is Verdict.PROCEED:
+                review = self._consult_review(st, key, pin, contract, live_hash, changes)
+                if review is PENDING:
+                    obs.consulting.append(key)  # decided when the consult answers
+                    continue
+                if isinstance(review, ConsultVerdict) and review.escalates:
+                    record = self._consult_hold(st, key, pin, contract, live_hash, changes, review)
+                    if hold is not None and hold.new_hash == live_hash:
+                        record.first_seen = hold.first_seen
+                    put_holds.append(record)
+                    obs.new_holds.append(record)
+                    continue
                 if contract is None:
                     deletes.append(key)
                 else:
@@ -302,6 +319,55 @@ class Gate:
                 ", ".join(kinds),
             )
         return obs
+
+    def _consult_review(
+        self,
+        st: _State,
+        key: Key,
+        pin: Pin | None,
+        contract: Any,
+        live_hash: str | None,
+        changes: list[Change],
+    ) -> Review:
+        """Tier 2's say on a PROCEED: only a moved (not new, not removed) contract is asked."""
+        if self.consult is None or pin is None or contract is None or not live_hash:
+            return None
+        return self.consult.review(
+            (st.upstream, key[0], key[1]), pin.contract, contract, pin.hash, live_hash, changes
+        )
+
+    def _consult_hold(
+        self,
+        st: _State,
+        key: Key,
+        pin: Pin | None,
+        contract: Any,
+        live_hash: str | None,
+        changes: list[Change],
+        verdict: ConsultVerdict,
+    ) -> HoldRecord:
+        """The HOLD a consult raised a structural PROCEED to (enforced unless monitor)."""
+        now = self.clock()
+        posture = self.table_for(st.upstream).posture
+        origin = provenance(pin, self.identities.get(st.upstream), posture.value)
+        origin["flagged_by"] = {"tier": 2, **verdict.to_json(), "meaning": CONSULT_MEANING}
+        return HoldRecord(
+            upstream=st.upstream,
+            kind=key[0],
+            name=key[1],
+            old_hash=pin.hash if pin else None,
+            new_hash=live_hash,
+            change_kinds=list(dict.fromkeys(c.kind.value for c in changes)),
+            changes=[c.to_json() for c in changes],
+            posture=posture.value,
+            verdict=Verdict.HOLD,
+            reason="consult",
+            first_seen=now,
+            last_seen=now,
+            new_contract=contract,
+            enforced=posture is not Posture.MONITOR,
+            extra={"holding_kinds": [], "consult": verdict.to_json(), "provenance": origin},
+        )
 
     def _baseline(self, st: _State, kinds: set[ItemKind], obs: Observation) -> None:
         """First sight of these kinds of an upstream: what is listed is the baseline."""
@@ -372,6 +438,11 @@ class Gate:
             st.holds[hold.key] = hold
         self._refresh_blocking(st)
 
+    def settle(self, upstream: str, keys: Iterable[Key]) -> Observation:
+        """Judge these items again against the upstream's last view (once the consult about
+        them has answered)."""
+        return self._evaluate(self.state(upstream), list(keys))
+
     # -- other processes (the CLI) -----------------------------------------------------------
 
     def reload_if_changed(self) -> bool:
@@ -413,6 +484,9 @@ class Gate:
             held = self._check_key(st, view, _INSTRUCTIONS_KEY)
             if isinstance(held, HoldRecord):
                 return held
+            if held is CONSULTING:  # a hold or denial of the item itself is never delayed
+                result = self._check_key(st, view, (kind, name))
+                return result if isinstance(result, HoldRecord) or result is UNLISTED else held
         return self._check_key(st, view, (kind, name))
 
     def _check_key(self, st: _State, view: ConnectionView, key: Key) -> CheckResult:
@@ -429,6 +503,8 @@ class Gate:
         if hold is None or hold.new_hash != live_hash or hold.posture != posture:
             self.reload_if_changed()  # an accept made elsewhere applies before judging
             self._evaluate(st, [key], connection=view)
+            if self.consult is not None and self.consult.pending((st.upstream, *key)):
+                return CONSULTING
             pin = st.pins.get(key)
             if pin is not None and pin.hash == live_hash:
                 return None  # benign under the posture: re-pinned
@@ -498,4 +574,4 @@ class Gate:
         return list(st.holds.values()) if st is not None else []
 
 
-__all__ = ["UNLISTED", "UNOBSERVED", "CheckResult", "Gate", "Observation"]
+__all__ = ["CONSULTING", "UNLISTED", "UNOBSERVED", "CheckResult", "Gate", "Observation"]

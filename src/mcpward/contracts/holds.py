@@ -71,6 +71,8 @@ def hold_code(hold: HoldRecord) -> str:
         return "new_item_review"
     if hold.reason == "removed":
         return "item_removed"
+    if hold.reason == "consult":
+        return "consult_hold"
     if hold.kind is ItemKind.SERVER and hold.name == INSTRUCTIONS:
         return "instructions_changed"
     return "contract_drift"
@@ -95,6 +97,12 @@ def _summary(hold: HoldRecord, limit: int = 4) -> str:
     return ", ".join(parts) or ", ".join(hold.change_kinds)
 
 
+def _consult_reason(hold: HoldRecord) -> str:
+    consult = hold.extra.get("consult")
+    reason = consult.get("reason") if isinstance(consult, dict) else None
+    return sanitize_text(reason, 200) if reason else "no reason given"
+
+
 def hold_message(hold: HoldRecord, commands: Commands) -> str:
     """The JSON-RPC error message: one sanitised line a person can act on."""
     upstream = sanitize_text(hold.upstream, 64)
@@ -107,6 +115,11 @@ def hold_message(hold: HoldRecord, commands: Commands) -> str:
         lead = f"{_what(hold)} of upstream '{upstream}': new since the baseline, awaiting review"
     elif hold.reason == "removed":
         lead = f"{_what(hold)} of upstream '{upstream}': no longer listed"
+    elif hold.reason == "consult":
+        lead = (
+            f"{_what(hold)} of upstream '{upstream}' changed against its pin ({_summary(hold)}) "
+            f"and the semantic consult flagged it: {_consult_reason(hold)}"
+        )
     else:
         lead = f"{_what(hold)} of upstream '{upstream}' changed against its pin: {_summary(hold)}"
     return f"mcpward held this call: {lead}. Review: {commands.review(hold)}"
@@ -139,6 +152,15 @@ def hold_details(hold: HoldRecord, commands: Commands) -> dict[str, Any]:
         details["changes_truncated"] = len(hold.changes) - MAX_CHANGES_IN_DATA
     if hold.reason == "tampered":
         details["problem"] = sanitize_text(hold.extra.get("problem", ""), 300)
+    if hold.reason == "consult":
+        consult = hold.extra.get("consult")
+        consult = consult if isinstance(consult, dict) else {}
+        details["reason"] = "consult"
+        details["consult"] = {
+            "model": sanitize_text(consult.get("model", ""), 200),
+            "reason": _consult_reason(hold),
+            "triggers": [str(t) for t in consult.get("triggers", [])],
+        }
     origin = hold.extra.get("provenance")
     details["provenance"] = origin if isinstance(origin, dict) else {"meaning": HOLD_MEANING}
     return details

@@ -68,7 +68,7 @@ class HoldRecord:
     changes: list[dict[str, Any]]
     posture: str
     verdict: Verdict
-    reason: str  # drift | new | removed | tampered
+    reason: str  # drift | new | removed | tampered | consult (tier 2 raised a PROCEED)
     first_seen: float
     last_seen: float
     new_contract: Any = None

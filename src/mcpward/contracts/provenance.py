@@ -15,6 +15,12 @@ HOLD_MEANING = (
     "review, not a verdict that the tool is unsafe (nor does a pass mean it is safe)."
 )
 
+# What a tier-2 HOLD adds: a model's opinion raised a structurally benign PROCEED; it is advisory.
+CONSULT_MEANING = (
+    "A semantic consult (a model the operator configured) flagged this structurally benign "
+    "change; it is an opinion for a person to review. The consult can only hold, never clear."
+)
+
 
 def _utc(ts: float) -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(ts))

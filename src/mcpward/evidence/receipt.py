@@ -20,6 +20,7 @@ import orjson
 
 from mcpward.evidence.record import DecisionRecord
 from mcpward.evidence.vocabulary import (
+    ConsultOutcome,
     GuardOutcome,
     PolicyDecision,
     RedactionReason,
@@ -104,7 +105,7 @@ def rfc3339(timestamp: float) -> str:
 
 _VOCABULARIES: dict[type[Enum], frozenset[str]] = {
     vocab: frozenset(str(m.value) for m in vocab)
-    for vocab in (PolicyDecision, GuardOutcome, RedactionReason)
+    for vocab in (PolicyDecision, GuardOutcome, RedactionReason, ConsultOutcome)
 }
 
 
@@ -282,6 +283,17 @@ def _redactions(runs: list[GuardRun]) -> tuple[list[str], dict[str, int]]:
     return sorted(reasons), dict(sorted(counts.items()))
 
 
+def _check_consults(runs: list[GuardRun]) -> None:
+    """A guard's `evidence["consult"]` (the drift gate's tier 2) names its outcome from the
+    closed vocabulary."""
+    for run in runs:
+        consult = run.evidence.get("consult") if run.evidence else None
+        if consult is None:
+            continue
+        outcome = consult.get("outcome") if isinstance(consult, Mapping) else None
+        _closed(ConsultOutcome, str(outcome), f"guard {run.guard_id}: consult outcome")
+
+
 def _optional_code(value: str | None, field: str, pattern: re.Pattern[str]) -> str | None:
     if value is None:
         return None
@@ -318,6 +330,7 @@ def check_record(record: DecisionRecord) -> None:
         _closed(GuardOutcome, run.outcome, f"guard {run.guard_id} outcome")
         _millis(run.duration_ms)
     _redactions(record.runs)
+    _check_consults(record.runs)
     _optional_code(record.contract_hash, "contract_hash", CONTRACT_HASH)
     _optional_code(record.error_reason, "error_reason", CODE)
     _millis(record.gateway_ms)
@@ -351,6 +364,7 @@ def build_receipt(
     identity = record.identity
     is_tool = record.method == "tools/call"
     redactions, redaction_counts = _redactions(record.runs)
+    _check_consults(record.runs)
     effects, mode = _tool_profile(record.tool_definition) if is_tool else ([], None)
     guards: list[dict[str, Any]] = []
     ascii_keys = True

@@ -10,6 +10,7 @@ from typing import Any
 from mcpward.evidence.checkpoint import CHECKPOINT_VERSION
 from mcpward.evidence.receipt import CODE, CONTRACT_HASH, PATTERN_ID, RECEIPT_ID, RECEIPT_VERSION
 from mcpward.evidence.vocabulary import (
+    ConsultOutcome,
     GuardOutcome,
     PolicyDecision,
     RedactionReason,
@@ -40,6 +41,16 @@ def _millis(description: str) -> dict[str, Any]:
 
 
 def receipt_schema() -> dict[str, Any]:
+    consult = {
+        "type": "object",
+        "description": "The drift gate's tier-2 semantic consult about this contract change.",
+        "required": ["outcome"],
+        "properties": {
+            "outcome": _enum(ConsultOutcome, "Only hold changed the verdict (PROCEED to HOLD)."),
+            "model": {"type": "string"},
+            "triggers": {"type": "array", "items": {"type": "string"}},
+        },
+    }
     guard = {
         "type": "object",
         "additionalProperties": False,
@@ -66,6 +77,7 @@ def receipt_schema() -> dict[str, Any]:
             "evidence": {
                 "type": "object",
                 "description": "Receipt-facing metadata from the guard (ids, counts; no content).",
+                "properties": {"consult": consult},
             },
         },
     }

@@ -33,6 +33,25 @@ class GuardOutcome(StrEnum):
     TIMEOUT = "timeout"
 
 
+class ConsultOutcome(StrEnum):
+    """What the tier-2 semantic consult answered about one contract change (rug_pull evidence
+    `consult.outcome`). Only `hold` changes a verdict (PROCEED to HOLD); every other value keeps
+    the deterministic verdict and says why."""
+
+    HOLD = "hold"  # the model flagged the change: the PROCEED was raised to a HOLD
+    PROCEED = "proceed"  # the model saw nothing to flag: the PROCEED stands
+    TIMEOUT = "timeout"  # no answer within the configured deadline
+    UNREACHABLE = "unreachable"  # the connection failed (refused, reset, DNS)
+    EGRESS_BLOCKED = "egress_blocked"  # the egress filter refused the endpoint's address
+    HTTP_ERROR = "http_error"  # an HTTP status other than 200
+    OVERSIZE = "oversize"  # the answer was over the size cap
+    NOT_JSON = "not_json"  # the answer (or its message content) is not JSON
+    SCHEMA_MISMATCH = "schema_mismatch"  # JSON that does not match the answer schema
+    REFUSED = "refused"  # the model declined to answer
+    OVERLOADED = "overloaded"  # too many consults in flight: this one was not asked
+    ERROR = "error"  # anything else (a credential that cannot be read, a bug): not asked
+
+
 class RedactionReason(StrEnum):
     """Why content was redacted (receipt field `redactions`)."""
 

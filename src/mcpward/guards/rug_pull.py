@@ -14,8 +14,9 @@ from typing import Any, Literal, cast
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from mcpward.contracts.consult.consult import SemanticConsult
 from mcpward.contracts.extract import ContractMap, contracts_of, item_name, snapshot_contracts
-from mcpward.contracts.gate import UNLISTED, CheckResult, ConnectionView, Gate
+from mcpward.contracts.gate import CONSULTING, UNLISTED, CheckResult, ConnectionView, Gate
 from mcpward.contracts.holds import Commands, hold_code, hold_details, hold_message
 from mcpward.contracts.markers import MarkerScan
 from mcpward.contracts.model import HoldRecord, ItemKind, Verdict
@@ -24,8 +25,8 @@ from mcpward.contracts.provenance import pin_origin
 from mcpward.contracts.sanitize import sanitize_text
 from mcpward.contracts.store import PinStore
 from mcpward.contracts.taxonomy import ChangeKind
-from mcpward.guards.detection.scanner import NAME_RULES, ContentScanner
-from mcpward.guards.tool_poisoning import DEFINITION_RULES
+from mcpward.guards.detection.scanner import ContentScanner
+from mcpward.guards.rug_pull_consult import build_consult, definition_scanner
 from mcpward.pipeline.context import GuardContext
 from mcpward.pipeline.decisions import Allow, Decision, Deny, Hold, Modify, ReplaceTools
 from mcpward.pipeline.guard import Guard
@@ -52,6 +53,7 @@ _CALL_KINDS = {
 }
 _VIEW_KEY = "rug_pull.view"  # UpstreamSnapshot.derived entry: the hashed ConnectionView
 MARKER_WEIGHT = 1.0  # weaker findings are context for tool_poisoning's score, not markers
+CONSULT_ROUNDS = 3  # a call waits for at most this many consults (a contract moving meanwhile)
 
 
 class UpstreamPolicy(BaseModel):
@@ -113,10 +115,10 @@ class RugPullOptions(BaseModel):
         return PostureTable(posture, overrides or None, new_items)
 
 
-def marker_scan() -> MarkerScan:
+def marker_scan(scanner: ContentScanner | None = None) -> MarkerScan:
     """The tool_poisoning scanner's strong findings (weight >= 1) as marker families: the gate
     reports a family that occurs more often in the live contract than in its pin."""
-    scanner = ContentScanner(DEFINITION_RULES, name_rules=NAME_RULES)
+    scanner = scanner or definition_scanner()
 
     def scan(definition: Any) -> dict[str, list[str]]:
         found: dict[str, list[str]] = {}
@@ -203,6 +205,7 @@ class RugPullGuard(Guard):
         self._relist: asyncio.Task[None] | None = None
         self._identities: dict[str, Any] = {}
         self._evidence_cache: dict[tuple[Any, ...], dict[str, Any]] = {}
+        self._consult: SemanticConsult | None = None
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -217,12 +220,16 @@ class RugPullGuard(Guard):
         self._store = await asyncio.to_thread(open_pin_store, context)
         self._identities = dict(services.upstream_provenance or services.upstream_identities)
         commands = Commands(context.cli_args())
+        scanner = definition_scanner()
+        if services.consult is not None and services.consult.enabled:
+            self._consult = build_consult(services.consult, services, scanner)
         self._gate = Gate(
             self._store,
             self.table_for,
             commands,
-            markers=marker_scan(),
+            markers=marker_scan(scanner),
             identities=services.upstream_provenance or services.upstream_identities,
+            consult=self._consult,
         )
         self._catalog = services.catalog
         services.catalog.subscribe(self._on_snapshot)
@@ -238,6 +245,8 @@ class RugPullGuard(Guard):
             self._relist.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._relist
+        if self._consult is not None:
+            await self._consult.close()
         if self._store is not None:
             self._store.close()
 
@@ -302,7 +311,11 @@ class RugPullGuard(Guard):
             for kind, group in by_kind.items()
             for name, c in contracts_of(kind, group).items()
         }
-        gate.observe(upstream, contracts, observed_at=time.monotonic())
+        observed = gate.observe(upstream, contracts, observed_at=time.monotonic())
+        if observed.consulting and self._consult is not None:
+            # once per contract change, bounded by the deadline: held items stay out of the list
+            await self._consult.wait()
+            gate.settle(upstream, observed.consulting)
         if not self.opts.withhold_held:
             return _ALLOW
         hidden = {kind: gate.withheld(upstream, kind) for kind in withheld_kinds}
@@ -365,15 +378,33 @@ class RugPullGuard(Guard):
                 "failing closed",
                 details={"upstream": upstream, "item_kind": kind.value},
             )
-        return self._decide(kind, name, upstream, snap)
+        for _ in range(CONSULT_ROUNDS):
+            decision = self._decide(kind, name, upstream, snap)
+            if decision is not None:
+                return decision
+            if self._consult is None:  # only a consult leaves a call undecided
+                return _ALLOW
+            # a structurally benign change awaits tier 2: at most its deadline, once per change
+            item = (upstream, kind, name)
+            await self._consult.wait(item if self._consult.pending(item) else None)
+        return self._decide(kind, name, upstream, snap) or self._unsettled()
+
+    def _unsettled(self) -> Decision:
+        """The contract kept moving while consults were asked: the structural PROCEED stands."""
+        model = self._consult.settings.model if self._consult is not None else ""
+        consult = {"outcome": "overloaded", "model": model, "triggers": []}
+        return Allow(evidence={"consult": consult})
 
     def _stale(self, snap: UpstreamSnapshot) -> bool:
         return (
             self.opts.revalidate and time.monotonic() - snap.fetched_at > self.opts.revalidate_ttl_s
         )
 
-    def _decide(self, kind: ItemKind, name: str, upstream: str, snap: UpstreamSnapshot) -> Decision:
-        """The decision on one call against one read of its connection (no waiting)."""
+    def _decide(
+        self, kind: ItemKind, name: str, upstream: str, snap: UpstreamSnapshot
+    ) -> Decision | None:
+        """The decision on one call against one read of its connection (no waiting); None while
+        a consult about the item (or the server's instructions) is being asked."""
         gate = self._require()
         view = self._view(snap)
         result = gate.check_connection(upstream, view, kind, name)
@@ -391,6 +422,8 @@ class RugPullGuard(Guard):
         posture = self.table_for(upstream).posture
         if posture is Posture.MONITOR:
             return _ALLOW
+        if result is CONSULTING:
+            return None
         # UNLISTED: neither pinned nor served by this connection. Nothing for a person to review
         # (not a HOLD), and a name the upstream does not list is never forwarded: a server's
         # hidden, unlisted tool cannot be reached through the gateway.
@@ -417,6 +450,12 @@ class RugPullGuard(Guard):
                 "server_identity": self._identities.get(upstream),
                 "posture": self.table_for(upstream).posture.value,
             }
+            consult = self._consult
+            verdict = None
+            if consult is not None and pin is not None and pin.source == "auto":
+                verdict = consult.latest_for(live_hash)
+            if verdict is not None:  # re-pinned after a consult: what it said (or why not)
+                cached["consult"] = verdict.evidence()
             if len(self._evidence_cache) > 10_000:
                 self._evidence_cache.clear()
             self._evidence_cache[key] = cached
@@ -460,5 +499,13 @@ class RugPullGuard(Guard):
                 "posture": hold.posture,
                 "pinned": _pinned_text(hold),
                 "server_identity": self._identities.get(hold.upstream),
+                **_consult_evidence(hold),
             },
         )
+
+
+def _consult_evidence(hold: HoldRecord) -> dict[str, Any]:
+    consult = hold.extra.get("consult") if hold.reason == "consult" else None
+    if not isinstance(consult, dict):
+        return {}
+    return {"consult": {k: consult.get(k) for k in ("outcome", "model", "triggers")}}

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from mcpward.contracts.consult.settings import ConsultSettings
 from mcpward.store.factory import StoreContext
 
 
@@ -96,3 +97,4 @@ class GatewayServices:
     # the configured store (None: the state dir's SQLite files); guards open it through
     # mcpward.store.factory so every replica of a fleet shares pins and holds
     store: StoreContext | None = None
+    consult: ConsultSettings | None = None  # tier 2 of the drift gate; None = off (the default)

@@ -128,6 +128,7 @@ class Gateway:
             upstream_identities=dict(gateway.identities),
             upstream_provenance=dict(gateway.provenance),
             http_client=egress_http_client,
+            consult=loaded.config.consult,
             store=store,
         )
         for guard in gateway.pipeline.guards:
