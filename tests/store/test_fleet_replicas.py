@@ -119,6 +119,9 @@ async def test_a_revoked_token_is_refused_by_every_replica_within_a_second(
     cli(pg_dsn, "store", "migrate", "--config", str(a.config))
     with running([a, b], pg_dsn):
         assert (await call(a))[0] and (await call(b))[0]
+        async with httpx.AsyncClient(timeout=30) as http:  # the store check of /readyz
+            ready = await http.get(a.url.replace("/mcp", "/readyz"))
+        assert (ready.status_code, ready.text) == (200, "ready")
         cli(pg_dsn, "token", "revoke", "--config", str(b.config), "fleet-client")
         for replica in (a, b):
             deadline = time.monotonic() + 1.0

@@ -9,7 +9,7 @@ import pytest
 from pydantic import ValidationError
 
 from mcpward.contracts.store import PinStoreError
-from mcpward.store.factory import open_pin_store, store_ready
+from mcpward.store.factory import open_pin_store, readiness_check, store_ready
 from mcpward.store.postgres.migrations import applied_version, code_version, migrate
 from mcpward.store.postgres.pool import acquire_pool, release_pool
 from mcpward.store.settings import StoreSettings
@@ -38,6 +38,7 @@ def test_migrate_applies_every_version_once_and_the_store_checks_it(
         open_pin_store(context)
     assert f"run: mcpward store migrate --config {tmp_path / 'mcpward.yaml'}" in str(raised.value)
     assert "schema is at version 0" in (store_ready(context) or "")
+    assert readiness_check(context)() == "migrations"  # all /readyz reveals
 
     pool = acquire_pool(context.settings)
     try:
@@ -46,7 +47,7 @@ def test_migrate_applies_every_version_once_and_the_store_checks_it(
         assert migrate(pool) == []  # idempotent
         with pool.connection() as conn:
             assert applied_version(conn) == code_version()
-        assert store_ready(context) is None
+        assert store_ready(context) is None and readiness_check(context)() is None
         open_pin_store(context).close()
         # a schema newer than the code: refused, with the reason
         with pool.connection() as conn:
@@ -67,6 +68,7 @@ def test_a_database_that_is_down_is_a_clear_store_error(tmp_path: Path) -> None:
     context = pg_context(dead, tmp_path, migrated=False)
     reason = store_ready(context)
     assert reason is not None and "127.0.0.1" in reason
+    assert readiness_check(context)() == "store"
     with pytest.raises(PinStoreError, match=r"no database connection|refused"):
         open_pin_store(context)
     assert psycopg  # the driver is the real one

@@ -26,7 +26,7 @@ from mcpward.relay.process_pool import ProcessPool, Tenant
 from mcpward.relay.session import Downstream, Session
 from mcpward.relay.shared import SessionServices
 from mcpward.relay.traced import CallTracer
-from mcpward.store.factory import StoreContext, context_from_config
+from mcpward.store.factory import StoreContext, context_from_config, readiness_check
 from mcpward.store.paths import resolve_state_dir
 from mcpward.telemetry.metrics import GatewayMetrics
 from mcpward.telemetry.tracing import Tracing
@@ -122,12 +122,15 @@ class Gateway:
             recorder = build_recorder(loaded.config.evidence, state_dir, store)
         gateway = cls(loaded, state_dir, recorder, connections)
         gateway.store = store
+        if store.postgres:  # /readyz: the database answers, its schema is current
+            gateway.store_check = readiness_check(store)
         services = GatewayServices(
             state_dir=state_dir,
             catalog=gateway.catalog,
             upstream_identities=dict(gateway.identities),
             upstream_provenance=dict(gateway.provenance),
             http_client=egress_http_client,
+            store=store,
             consult=loaded.config.consult,
             store=store,
         )

@@ -6,6 +6,9 @@ backend themselves; the commands a hold prints come from here too, so they name 
 
 from __future__ import annotations
 
+import logging
+import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
@@ -17,6 +20,7 @@ from mcpward.store.paths import resolve_state_dir
 from mcpward.store.settings import KeysSettings, StoreSettings
 
 PINS_KEY_NAME = "pins.key"
+log = logging.getLogger("mcpward.store")
 
 
 class ConfigWithStore(Protocol):
@@ -101,25 +105,48 @@ def open_pin_store(context: StoreContext) -> PinStore:
         raise PinStoreError(f"pin store: {exc}") from None
 
 
-def store_ready(context: StoreContext) -> str | None:
-    """None when the store answers and its schema is current; else the reason (for /readyz and
-    `mcpward store status`; names no secret)."""
+def store_problem(context: StoreContext) -> tuple[str, str] | None:
+    """None when the store answers and its schema is current; else (word, reason): the word is
+    `store` or `migrations` (all /readyz reveals), the reason is for logs and the CLI."""
     if not context.postgres:
-        return None if context.state_dir.is_dir() else f"{context.state_dir} is missing"
+        if os.access(context.state_dir, os.W_OK | os.X_OK):
+            return None
+        return "store", f"{context.state_dir} is missing or not writable"
     from mcpward.store.postgres.migrations import SchemaMismatch, check_schema
     from mcpward.store.postgres.pool import PostgresUnavailable, acquire_pool, release_pool
 
     try:
         pool = acquire_pool(context.settings)
     except PostgresUnavailable as exc:
-        return str(exc)
+        return "store", str(exc)
     try:
         check_schema(pool, migrate_hint(context))
-    except (PostgresUnavailable, SchemaMismatch) as exc:
-        return str(exc)
+    except PostgresUnavailable as exc:
+        return "store", str(exc)
+    except SchemaMismatch as exc:
+        return "migrations", str(exc)
     finally:
         release_pool(pool)
     return None
+
+
+def store_ready(context: StoreContext) -> str | None:
+    """None when ready, else why not (names no secret)."""
+    problem = store_problem(context)
+    return problem[1] if problem is not None else None
+
+
+def readiness_check(context: StoreContext) -> Callable[[], str | None]:
+    """For the HTTP front's /readyz: None, `store` or `migrations` (the reason goes to the log)."""
+
+    def check() -> str | None:
+        problem = store_problem(context)
+        if problem is None:
+            return None
+        log.debug("not ready: %s", problem[1])
+        return problem[0]
+
+    return check
 
 
 class Revocations(RevocationSet, Protocol):
