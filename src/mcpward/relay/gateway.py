@@ -132,7 +132,6 @@ class Gateway:
             http_client=egress_http_client,
             store=store,
             consult=loaded.config.consult,
-            store=store,
         )
         for guard in gateway.pipeline.guards:
             try:
