@@ -75,7 +75,7 @@ class Gateway:
         self.metrics: GatewayMetrics | None = None
         if serves_metrics(loaded):
             self.metrics = GatewayMetrics(self.upstream_ids, telemetry.tool_label_cap)
-            watch_gateway_state(self.metrics, self.recorder, state_dir)
+            watch_gateway_state(self.metrics, self.recorder, lambda: self.store, state_dir)
             self.recorder = MeteredRecorder(self.recorder, self.metrics)
         self.tracing = Tracing(telemetry) if telemetry.otlp_endpoint is not None else None
         probes = {u.id: self._connect(u.id) for u in config.upstreams}  # never started

@@ -4,13 +4,19 @@ served): calls, tool calls, guard runs and stops, the gateway's added latency.
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Callable
 from pathlib import Path
 
+from mcpward.contracts.store import PinStoreError
 from mcpward.evidence.record import DecisionRecord, Recorder
 from mcpward.evidence.recorder import LedgerRecorder
 from mcpward.protocol import methods
-from mcpward.store.pins_sqlite import DB_NAME, SqlitePinStore
+from mcpward.store.factory import StoreContext, open_pin_store, sqlite_context
+from mcpward.store.pins_sqlite import DB_NAME
 from mcpward.telemetry.metrics import GatewayMetrics, LedgerCounts
+
+log = logging.getLogger("mcpward.metrics")
 
 
 class MeteredRecorder:
@@ -40,9 +46,15 @@ class MeteredRecorder:
         await self.inner.close()
 
 
-def watch_gateway_state(metrics: GatewayMetrics, recorder: Recorder, state_dir: Path) -> None:
-    """Scrape-time values: open holds from the pin store, the ledger writer's counters."""
-    metrics.watch_holds(lambda: count_open_holds(state_dir))
+def watch_gateway_state(
+    metrics: GatewayMetrics,
+    recorder: Recorder,
+    store: Callable[[], StoreContext | None],
+    state_dir: Path,
+) -> None:
+    """Scrape-time values: open holds from the configured pin store (`store()`; the state dir's
+    SQLite until the gateway has opened its store), and the ledger writer's counters."""
+    metrics.watch_holds(lambda: count_open_holds(store() or sqlite_context(state_dir)))
     if isinstance(recorder, LedgerRecorder):
         ledger = recorder
         metrics.watch_ledger(
@@ -50,11 +62,16 @@ def watch_gateway_state(metrics: GatewayMetrics, recorder: Recorder, state_dir: 
         )
 
 
-def count_open_holds(state_dir: Path) -> int:
-    """HOLDs waiting for review (0 while no pin store exists yet; never creates one)."""
-    if not (state_dir / DB_NAME).exists():
+def count_open_holds(context: StoreContext) -> int | None:
+    """HOLDs waiting for review; 0 while no SQLite pin store exists yet (none is created), None
+    when the store cannot be read now (the scrape leaves the gauge out rather than failing)."""
+    if not context.postgres and not (context.state_dir / DB_NAME).exists():
         return 0
-    store = SqlitePinStore(state_dir)
+    try:
+        store = open_pin_store(context)
+    except PinStoreError as exc:
+        log.warning("open holds not counted: %s", exc)
+        return None
     try:
         return len(store.holds())
     finally:

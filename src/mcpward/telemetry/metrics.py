@@ -43,7 +43,7 @@ class LedgerCounts:
 class _Probes:
     """Values read only when scraped."""
 
-    open_holds: Callable[[], int] | None = None
+    open_holds: Callable[[], int | None] | None = None
     ledger: Callable[[], LedgerCounts | None] | None = None
     links_up: dict[str, int] = field(default_factory=dict)
 
@@ -131,14 +131,15 @@ class GatewayMetrics:
 
     # -- read at scrape time ----------------------------------------------------------------
 
-    def watch_holds(self, count: Callable[[], int]) -> None:
+    def watch_holds(self, count: Callable[[], int | None]) -> None:
         self.probes.open_holds = count
 
     def watch_ledger(self, counts: Callable[[], LedgerCounts | None]) -> None:
         self.probes.ledger = counts
 
     def render(self) -> tuple[bytes, str]:
-        """The exposition body and its content type."""
+        """The exposition body and its content type. Blocking (the pin store is read): callers
+        on the event loop run it in a thread; the counters are copied in one step each."""
         return generate_latest(self.registry), CONTENT_TYPE_LATEST
 
 
@@ -231,11 +232,10 @@ class _Collector:
 
     def _probed(self) -> Iterator[Metric]:
         probes = self.m.probes
-        if probes.open_holds is not None:
+        holds = probes.open_holds() if probes.open_holds is not None else None
+        if holds is not None:
             yield GaugeMetricFamily(
-                "mcpward_open_holds",
-                "HOLDs in the pin store waiting for review.",
-                value=probes.open_holds(),
+                "mcpward_open_holds", "HOLDs in the pin store waiting for review.", value=holds
             )
         counts = probes.ledger() if probes.ledger is not None else None
         if counts is None:

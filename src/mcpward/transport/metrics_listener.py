@@ -67,7 +67,7 @@ class MetricsApp:
         if scope["method"] not in ("GET", "HEAD"):
             await send_status(send, 405, b"Method Not Allowed", [(b"allow", b"GET")])
             return
-        body, content_type = self.metrics.render()
+        body, content_type = await asyncio.to_thread(self.metrics.render)
         await send_body(send, 200, body, content_type.encode("ascii"))
 
 

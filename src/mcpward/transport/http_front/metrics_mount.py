@@ -6,6 +6,8 @@ token (401). The console's AdminAuth does the constant-time check.
 
 from __future__ import annotations
 
+import asyncio
+
 from mcpward.console.auth import (
     AdminAuth,
     AdminTokenError,
@@ -61,7 +63,7 @@ class MetricsEndpoint:
                 send, 401, b"Unauthorized: /metrics needs the admin token", _CHALLENGE
             )
             return
-        body, content_type = self.metrics.render()
+        body, content_type = await asyncio.to_thread(self.metrics.render)
         await send_body(
             send, 200, body, content_type.encode("ascii"), [(b"cache-control", b"no-store")]
         )
