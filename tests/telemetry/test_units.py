@@ -30,7 +30,7 @@ def test_capped_labels_keep_the_first_values_and_refuse_odd_ones() -> None:
     assert labels.admit("up", "c") == OTHER
     assert labels.admit("up", "a") == "a"
     assert labels.admit("other-scope", "a") == OTHER  # scopes are capped too
-    assert labels.admit("up", "x" * 129) == OTHER
+    assert CappedLabels(cap=5).admit("up", "x" * 129) == INVALID
 
 
 def test_exposition_parses_and_guard_codes_are_capped() -> None:

@@ -39,7 +39,8 @@ class Tracing:
                 f"install mcpward[otel] ({exc.name} is missing)"
             ) from None
         self._trace = trace
-        # No headers but the exporter's own: nothing of a client's ever goes with the spans.
+        # Headers: the exporter's own (and OTEL_EXPORTER_OTLP_*HEADERS of the operator's
+        # environment, if set); nothing of a client's ever goes with the spans.
         exporter = OTLPSpanExporter(endpoint=endpoint, headers={}, timeout=10)
         self._provider = TracerProvider(
             resource=Resource.create({"service.name": settings.service_name}),
