@@ -11,10 +11,14 @@ from pathlib import Path
 import psycopg
 import pytest
 
+from mcpward.contracts.gate import Gate
+from mcpward.contracts.holds import Commands
 from mcpward.contracts.model import ItemKind
+from mcpward.contracts.postures import Posture, PostureTable
 from mcpward.contracts.store import PinStoreError
 from mcpward.store.factory import StoreContext, open_pin_store
 from mcpward.store.postgres.pins import PostgresPinStore
+from tests.contracts.test_gate import ALL, ECHO, REPORT, view, with_required_owner
 from tests.contracts.test_pin_store import hold, pin
 from tests.store.pg import pg_context
 
@@ -124,7 +128,14 @@ def test_the_server_down_is_a_store_error_and_recovery_is_automatic(tmp_path: Pa
         store = open_pin_store(context)
         assert isinstance(store, PostgresPinStore) and store.wait_listening()
         store.write("up", put=[pin("a")], baseline_kinds=[ItemKind.TOOL])
+        gate = Gate(store, lambda _u: PostureTable(Posture.GUARD), Commands())
+        gate.observe("other", view(REPORT, ECHO), ALL, 1.0)
         cluster.stop("immediate")
+        # a drifted contract with the database away: the gate raises (the guard fails closed)
+        # instead of judging against what it last knew
+        drifted = gate.view(view(with_required_owner(), ECHO), ALL)
+        with pytest.raises(PinStoreError):
+            gate.check_connection("other", drifted, ItemKind.TOOL, "make_report")
         with pytest.raises(PinStoreError, match=r"127\.0\.0\.1"):
             store.load("up")
         with pytest.raises(PinStoreError):
