@@ -148,12 +148,23 @@ async def wait_ready(url: str, proc: asyncio.subprocess.Process) -> None:
 
 
 async def open_session(http: httpx.AsyncClient, url: str) -> float | None:
-    """The `initialize` latency in seconds, or None when refused."""
+    """The `initialize` latency in seconds, None when refused (503), NaN on any other failure."""
+    try:
+        return await _open_session(http, url)
+    except httpx.HTTPError as exc:
+        print(f"session failed: {type(exc).__name__}", file=sys.stderr)
+        return float("nan")
+
+
+async def _open_session(http: httpx.AsyncClient, url: str) -> float | None:
     started = time.perf_counter()
     response = await http.post(url, headers=HEADERS, json=INIT)
     elapsed = time.perf_counter() - started
-    if response.status_code != 200:
+    if response.status_code == 503:
         return None
+    if response.status_code != 200 or '"error":' in response.text:  # JSON or an SSE stream
+        print(f"initialize answered {response.status_code}: {response.text[:160]}", file=sys.stderr)
+        return float("nan")
     headers = {
         **HEADERS,
         "Mcp-Session-Id": response.headers["mcp-session-id"],
@@ -173,7 +184,9 @@ async def one_run(variant: str, sessions: int, over: float) -> dict[str, float]:
         base = f"http://127.0.0.1:{port}"
         try:
             await wait_ready(base, proc)
-            limits = httpx.Limits(max_connections=sessions, max_keepalive_connections=sessions)
+            # A connection per request: reusing one the server is closing (keep-alive timeout)
+            # would fail the request for a reason that is not the gateway's.
+            limits = httpx.Limits(max_connections=sessions, max_keepalive_connections=0)
             async with httpx.AsyncClient(timeout=120, limits=limits) as http:
                 tasks = []
                 for index in range(sessions):
@@ -185,20 +198,29 @@ async def one_run(variant: str, sessions: int, over: float) -> dict[str, float]:
                 await asyncio.sleep(1.0)  # let replacement spares settle
                 held = descendants(proc.pid)
                 rss = rss_kib(proc.pid) + sum(rss_kib(pid) for pid in held)
-                served = [s for s in latencies if s is not None]
+                served = [s for s in latencies if s is not None and s == s]
+                failed = sum(1 for s in latencies if s is not None and s != s)
                 started = time.perf_counter()
                 proc.send_signal(signal.SIGTERM)
                 await asyncio.wait_for(proc.wait(), 60)
                 shutdown = time.perf_counter() - started
             await asyncio.sleep(1.0)
             orphans = [pid for pid in held if alive(pid)]
+            problems = [
+                line
+                for line in (tmp / "gateway.log").read_text().splitlines()
+                if " ERROR " in line or "Traceback" in line
+            ]
+            for line in problems[:10]:
+                print(f"gateway log: {line[:200]}", file=sys.stderr)
             for pid in orphans:
                 with contextlib.suppress(ProcessLookupError):
                     os.kill(pid, signal.SIGKILL)
             ordered = sorted(served) or [float("nan")]
             return {
                 "served": len(served),
-                "refused": sessions - len(served),
+                "refused": sessions - len(served) - failed,
+                "failed": failed,
                 "processes": len(held),
                 "rss_mib": rss / 1024,
                 "init_p50_ms": statistics.median(ordered) * 1000,

@@ -98,6 +98,7 @@ async def test_sessions_sharing_a_process_stay_apart(tmp_path: Path) -> None:
         "args": [ECHO],
         "env": {"ECHO_TOOLS": TOOLS, "ECHO_PID_LOG": str(pid_log)},
         "processes": {"sharing": "identity"},
+        "restart": {"initial_backoff_s": 0.1},
     }
     data = {"upstreams": [upstream], "state_dir": str(tmp_path / "state"), "guards": []}
     gw = await Gateway.start(parse_config(data, "test"))
@@ -144,9 +145,17 @@ async def test_sessions_sharing_a_process_stay_apart(tmp_path: Path) -> None:
         cancelled = json.loads(await call(one, out1, 7, "last_cancel"))
         assert isinstance(cancelled, int)  # the process was told, under an id it knows
 
+        # a crash fails the calls in flight; both sessions come back on one new process
+        await send(two, {"id": 8, "method": "tools/call", "params": {"name": "crash"}})
+        assert (await out2.answer(8))["error"]["data"]["reason"] == "crashed"
+        await asyncio.sleep(1.0)  # the links' restart backoff (0.1 s) and the new handshake
+        again = await asyncio.gather(call(one, out1, 9, "pid"), call(two, out2, 9, "pid"))
+        assert again[0] == again[1] != pids[0]
+        assert len(pid_log.read_text().split()) == 2 and gw.processes.counts() == {"echo": 1}
+
         # one session closing leaves the other served by the same process
         await gw.close_session(one)
-        assert await call(two, out2, 8, "pid") == pids[0]
+        assert await call(two, out2, 10, "pid") == again[0]
         assert gw.processes.counts() == {"echo": 1}
     finally:
         await gw.close()

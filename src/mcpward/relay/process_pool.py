@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -48,6 +49,7 @@ class UpstreamProcesses:
     spares: list[StdioUpstreamConnection] = field(default_factory=list)
     warming: set[asyncio.Task[None]] = field(default_factory=set)
     shared: dict[str, SharedProcess] = field(default_factory=dict)
+    counted: set[SharedProcess] = field(default_factory=set)  # shared processes in `count`
     opening: dict[str, asyncio.Task[SharedProcess]] = field(default_factory=dict)
     last_used: float = field(default_factory=time.monotonic)
     failed: bool = False
@@ -70,6 +72,7 @@ class ProcessPool:
         self._reaper: asyncio.Task[None] | None = None
         self._dedicated: set[StdioUpstreamConnection] = set()
         self._stopping: set[asyncio.Future[None]] = set()
+        self._start_slots = asyncio.Semaphore(max(2, os.cpu_count() or 2))
 
     # ---- what sessions get ----------------------------------------------------------------------
 
@@ -98,7 +101,7 @@ class ProcessPool:
             key = self.share_key(upstream_id, tenant)
             if key is not None and key in ups.shared:
                 continue
-            if ups.spares or self._room(ups):
+            if ups.spares or ups.warming or self._room(ups):
                 continue
             return upstream_id
         return None
@@ -130,11 +133,18 @@ class ProcessPool:
         self._reserve(ups)
         conn = self._new_connection(ups)
         try:
-            await conn.start()
+            await self._wait_for_a_start_slot()
+        except BaseException:
+            self._release(ups)
+            raise
+        try:
+            await self._start_and_probe(conn)
         except BaseException:
             ups.failed = True
             await self._stop(ups, conn)
             raise
+        finally:
+            self._start_slots.release()
         ups.failed = False
         self._dedicated.add(conn)
         self._replenish(ups)
@@ -165,7 +175,8 @@ class ProcessPool:
         self._reserve(ups)
         process = SharedProcess(self._new_connection(ups))
         try:
-            await process.open(self._settings.connect_timeout_s)
+            async with self._start_slots:
+                await process.open(self._settings.connect_timeout_s)
         except BaseException as exc:
             ups.failed = True
             await process.close()
@@ -180,14 +191,24 @@ class ProcessPool:
         def gone(dead: SharedProcess) -> None:
             if ups.shared.get(key) is dead:
                 del ups.shared[key]
-                self._release(ups)
+            if self._forget(ups, dead):
                 closing = asyncio.ensure_future(dead.connection.close())
                 self._stopping.add(closing)
                 closing.add_done_callback(self._stopping.discard)
 
         process.on_gone = gone
         ups.shared[key] = process
+        ups.counted.add(process)
         return process
+
+    def _forget(self, ups: UpstreamProcesses, process: SharedProcess) -> bool:
+        """Stop counting a shared process (once, whoever notices first: its reader, the
+        reaper, shutdown); True if this call did."""
+        if process not in ups.counted:
+            return False
+        ups.counted.discard(process)
+        self._release(ups)
+        return True
 
     # ---- caps -----------------------------------------------------------------------------------
 
@@ -238,15 +259,11 @@ class ProcessPool:
             task.add_done_callback(ups.warming.discard)
 
     async def _warm_one(self, ups: UpstreamProcesses) -> None:
-        """Start a process and wait until it answers a ping (servers answer one before
-        `initialize`; any answer, even an error, shows it has finished starting)."""
+        """One spare: started, answering, then put in the spares."""
         conn = self._new_connection(ups)
         try:
-            await conn.start()
-            await conn.send(jsonrpc.request(WARM_PROBE_ID, methods.PING, None))
-            async with asyncio.timeout(self._settings.connect_timeout_s):
-                while (await conn.receive()).get("id") != WARM_PROBE_ID:
-                    pass
+            async with self._start_slots:
+                await self._start_and_probe(conn)
         except asyncio.CancelledError:
             await self._stop(ups, conn)
             raise
@@ -260,6 +277,26 @@ class ProcessPool:
             await self._stop(ups, conn)
             return
         ups.spares.append(conn)
+
+    async def _wait_for_a_start_slot(self) -> None:
+        """Starting a server is CPU-bound (an interpreter's imports): a few at a time finish
+        sooner than many thrashing. A session that cannot start one in time is refused."""
+        try:
+            async with asyncio.timeout(self._settings.connect_timeout_s / 2):
+                await self._start_slots.acquire()
+        except TimeoutError:
+            raise UpstreamUnavailable(
+                UpstreamFailure.CAPACITY, "too many processes starting"
+            ) from None
+
+    async def _start_and_probe(self, conn: StdioUpstreamConnection) -> None:
+        """Start a process and wait until it answers a ping (servers answer one before
+        `initialize`; any answer, even an error, shows it has finished starting)."""
+        await conn.start()
+        await conn.send(jsonrpc.request(WARM_PROBE_ID, methods.PING, None))
+        async with asyncio.timeout(self._settings.connect_timeout_s):
+            while (await conn.receive()).get("id") != WARM_PROBE_ID:
+                pass
 
     async def _reap_forever(self) -> None:
         while True:
@@ -280,8 +317,8 @@ class ProcessPool:
             for key, process in list(ups.shared.items()):
                 if not process.leases and now - process.idle_since > idle_s:
                     del ups.shared[key]
-                    self._release(ups)
-                    stops.append(process.close())
+                    if self._forget(ups, process):
+                        stops.append(process.close())
         if stops:
             log.info("stopped %d idle upstream processes", len(stops))
             await asyncio.gather(*stops, return_exceptions=True)
@@ -315,9 +352,9 @@ class ProcessPool:
             stops += list(ups.warming)
             spares, ups.spares = ups.spares, []
             stops += [self._stop(ups, conn) for conn in spares]
-            shared, ups.shared = ups.shared, {}
-            for process in shared.values():
-                self._release(ups)
+            ups.shared = {}
+            for process in list(ups.counted):
+                self._forget(ups, process)
                 stops.append(process.close())
         stops += list(self._stopping)
         await asyncio.gather(*stops, return_exceptions=True)
