@@ -180,6 +180,47 @@ async def test_identity_sharing_keeps_identities_apart(tmp_path: Path) -> None:
 
 
 @pytest.mark.asyncio
+async def test_shared_policy_serves_every_stateless_client_from_one_process(tmp_path: Path) -> None:
+    pid_log = tmp_path / "pids"
+    async with front(tmp_path, echo(pid_log, sharing="shared")) as (_, url):
+
+        async def stateless_pid(token: str) -> str:
+            meta = {
+                "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                "io.modelcontextprotocol/clientCapabilities": {},
+                "io.modelcontextprotocol/clientInfo": {"name": "raw", "version": "1"},
+            }
+            body = {
+                "jsonrpc": "2.0",
+                "id": 7,
+                "method": "tools/call",
+                "params": {"name": "pid", "arguments": {}, "_meta": meta},
+            }
+            headers = {
+                **HEADERS,
+                "Authorization": f"Bearer {token}",
+                "MCP-Protocol-Version": "2026-07-28",
+                "Mcp-Method": "tools/call",
+                "Mcp-Name": "pid",
+            }
+            async with httpx.AsyncClient(timeout=30) as http:
+                response = await http.post(url, headers=headers, json=body)
+            assert response.status_code == 200, response.text
+            return str(response.json()["result"]["content"][0]["text"])
+
+        async def handshake_pid(token: str) -> str:
+            async with client(url, token) as session:
+                result = await session.call_tool("pid", {})
+                return str(result.content[0].text)  # type: ignore[union-attr]
+
+        alice, bob = await asyncio.gather(stateless_pid(ALICE), stateless_pid(BOB))
+        assert alice == bob  # stateless requests carry their own _meta: one process serves both
+        handshake = await handshake_pid(ALICE)
+        assert handshake != alice  # a handshake-era session shares only within its identity
+        assert len(started(pid_log)) == 2
+
+
+@pytest.mark.asyncio
 async def test_an_unknown_session_id_is_404(tmp_path: Path) -> None:
     async with front(tmp_path, echo(tmp_path / "pids", warm_spares=0)) as (_, url):
         headers = {**HEADERS, "Authorization": f"Bearer {ALICE}", "Mcp-Session-Id": "nope" * 8}
