@@ -22,7 +22,7 @@ from mcpward.console.auth import (
     read_admin_token_file,
 )
 from mcpward.evidence.settings import EvidencePaths
-from mcpward.store.paths import resolve_state_dir
+from mcpward.store.factory import context_from_config
 from mcpward.transport.http_front.config import HttpFront, is_loopback_host
 from mcpward.transport.http_front.origin import LOOPBACK_NAMES, HostOriginPolicy
 
@@ -89,10 +89,12 @@ def register(app: typer.Typer) -> None:
             )
         if not loopback and not any(h.strip() for h in allowed_host or []):
             raise _fail("a non-loopback console needs --allowed-host NAME:PORT (Host is checked)")
-        state_dir = resolve_state_dir(loaded.config.state_dir)
+        store = context_from_config(loaded.config, config)
+        state_dir = store.state_dir
         settings = ConsoleSettings(
             state_dir=state_dir,
-            evidence=EvidencePaths.resolve(state_dir, loaded.config.evidence.path),
+            evidence=EvidencePaths.resolve(state_dir, loaded.config.evidence.path, store.keys_dir),
+            store=store,
             auth=AdminAuth(token),
             request_problem=host_policy(host, port, allowed_host or []).problem,
         )

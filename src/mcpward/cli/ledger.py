@@ -8,8 +8,7 @@ from __future__ import annotations
 import json
 import sys
 import time
-from contextlib import AbstractContextManager
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any
@@ -38,15 +37,13 @@ from mcpward.evidence.export import (
 from mcpward.evidence.ledger import Ledger, trusted_keys, verify_ledger
 from mcpward.evidence.schemas import SCHEMAS
 from mcpward.evidence.settings import EvidencePaths
+from mcpward.evidence.source import LedgerSource as EvidenceLedgerSource
 from mcpward.evidence.stats import Stats, compute_stats
-from mcpward.evidence.store import LedgerView
 from mcpward.evidence.verify import LedgerVerifier, VerifyReport
 from mcpward.evidence.vocabulary import LedgerState
-from mcpward.store.factory import StoreContext, migrate_hint
 from mcpward.store.keys import KeyFileError
-from mcpward.store.ledger_sqlite import LedgerStoreError, read_snapshot
+from mcpward.store.ledger_sqlite import LedgerStoreError
 from mcpward.store.paths import resolve_state_dir
-from mcpward.store.postgres.ledger import open_postgres_ledger, open_postgres_snapshot
 
 EXIT_OK = 0
 EXIT_BAD = 1  # tampered, truncated, or receipt files not intact
@@ -85,36 +82,15 @@ def _fail(message: str, code: int = EXIT_ERROR) -> typer.Exit:
     return typer.Exit(code)
 
 
-@dataclass(frozen=True, slots=True)
-class LedgerSource:
-    """Where a command finds the ledger and its keys: the state dir's SQLite file, or the
-    fleet's PostgreSQL ledger when `--config` names `store.kind: postgres`."""
+class LedgerSource(EvidenceLedgerSource):
+    """`evidence.source.LedgerSource` for commands: a missing SQLite ledger is a CLI error."""
 
-    paths: EvidencePaths
-    store: StoreContext | None = None
-
-    @property
-    def postgres(self) -> bool:
-        return self.store is not None and self.store.postgres
-
-    def snapshot(self) -> AbstractContextManager[LedgerView]:
-        if self.store is not None and self.store.postgres:
-            return open_postgres_snapshot(self.store.settings)
-        return read_snapshot(self.paths.ledger)
+    __slots__ = ()
 
     def open(self) -> Ledger:
-        if self.store is None or not self.store.postgres:
-            if not self.paths.ledger.exists():
-                raise _fail(f"no ledger at {self.paths.ledger}")
-            return Ledger.open(self.paths)
-        backend = open_postgres_ledger(
-            self.store.settings, synchronous_commit=True, migrate_hint=migrate_hint(self.store)
-        )
-        try:
-            return Ledger.open(self.paths, store=backend)
-        except BaseException:
-            backend.close()
-            raise
+        if not self.exists():
+            raise _fail(f"no ledger at {self.paths.ledger}")
+        return self.open_ledger()
 
 
 def ledger_source(config: Path | None, state_dir: Path | None) -> LedgerSource:

@@ -7,9 +7,8 @@ from __future__ import annotations
 from mcpward.contracts.model import ItemKind
 from mcpward.contracts.review import GONE, ReviewError, accept
 from mcpward.contracts.store import PinStore
-from mcpward.evidence.ledger import Ledger
 from mcpward.evidence.reviews import MAX_REASON, ReviewAction, ReviewEvent, record_reviews
-from mcpward.evidence.settings import EvidencePaths
+from mcpward.evidence.source import LedgerSource
 
 MIN_REASON = 3
 
@@ -29,7 +28,7 @@ def check_reason(reason: str | None) -> str:
 
 def review_hold(
     store: PinStore,
-    paths: EvidencePaths,
+    source: LedgerSource,
     *,
     action: ReviewAction,
     upstream: str,
@@ -62,7 +61,7 @@ def review_hold(
     event = ReviewEvent(
         action, upstream, kind.value, item, hold.old_hash, hold.new_hash, operator, text
     )
-    ledger = Ledger.open(paths)
+    ledger = source.open_ledger()
     try:
         record_reviews(ledger, [event])
     finally:

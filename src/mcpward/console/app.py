@@ -27,10 +27,12 @@ from mcpward.console import queries
 from mcpward.console.actions import ActionRefused, review_hold
 from mcpward.console.auth import SESSION_COOKIE, AdminAuth, ConsoleSession
 from mcpward.console.security import ASGIApp, Receive, Scope, SecurityHeaders, Send
-from mcpward.contracts.store import PinStoreError
+from mcpward.contracts.store import PinStore, PinStoreError
 from mcpward.evidence.reviews import MAX_OPERATOR, ReviewAction
 from mcpward.evidence.settings import EvidencePaths
-from mcpward.store.pins_sqlite import DB_NAME, SqlitePinStore
+from mcpward.evidence.source import LedgerSource
+from mcpward.store.factory import StoreContext, open_pin_store, sqlite_context
+from mcpward.store.pins_sqlite import DB_NAME
 
 HERE = Path(__file__).parent
 MAX_FORM_BYTES = 16 * 1024
@@ -52,6 +54,7 @@ class ConsoleSettings:
     evidence: EvidencePaths
     auth: AdminAuth
     request_problem: RequestProblem | None = None  # Host/Origin check when served standalone
+    store: StoreContext | None = None  # the configured store (None: the state dir's SQLite)
 
 
 async def _form(request: Request) -> dict[str, str]:
@@ -88,12 +91,17 @@ class Console:
 
     # -- plumbing ----------------------------------------------------------------------------
 
+    @property
+    def ledger_source(self) -> LedgerSource:
+        return LedgerSource(self.settings.evidence, self.settings.store)
+
     @contextmanager
-    def _store(self) -> Iterator[SqlitePinStore | None]:
-        if not (self.settings.state_dir / DB_NAME).exists():
+    def _store(self) -> Iterator[PinStore | None]:
+        context = self.settings.store or sqlite_context(self.settings.state_dir)
+        if not context.postgres and not (context.state_dir / DB_NAME).exists():
             yield None
             return
-        store = SqlitePinStore(self.settings.state_dir)
+        store = open_pin_store(context)
         try:
             yield store
         finally:
@@ -225,7 +233,7 @@ class Console:
     ) -> Response:
         def load() -> list[queries.HoldView]:
             with self._store() as store:
-                return [] if store is None else queries.open_holds(store, self.settings.evidence)
+                return [] if store is None else queries.open_holds(store, self.ledger_source)
 
         views = await run_in_threadpool(load)
         return self.render(
@@ -253,7 +261,7 @@ class Console:
                     raise ActionRefused("there is no pin store yet")
                 review_hold(
                     store,
-                    self.settings.evidence,
+                    self.ledger_source,
                     action=action,
                     upstream=form.get("upstream", ""),
                     item_kind=form.get("item_kind", ""),
@@ -279,7 +287,7 @@ class Console:
             with self._store() as store:
                 if store is None:
                     return []
-                return queries.pins_by_upstream(store, self.settings.evidence)
+                return queries.pins_by_upstream(store, self.ledger_source)
 
         upstreams = await run_in_threadpool(load)
         return self.render(request, "pins.html", session, upstreams=upstreams)
@@ -295,7 +303,7 @@ class Console:
             return self.render(
                 request, "receipts.html", session, 400, error=str(exc), page=None, params=params
             )
-        page = await run_in_threadpool(queries.receipts_page, self.settings.evidence, query)
+        page = await run_in_threadpool(queries.receipts_page, self.ledger_source, query)
         keep = {k: v for k, v in params.items() if k != "page" and v}
 
         def link(number: int) -> str:
@@ -317,14 +325,14 @@ class Console:
         session = self.session(request)
         if session is None:
             return self._denied(request)
-        state = await run_in_threadpool(queries.ledger_state, self.settings.evidence)
+        state = await run_in_threadpool(queries.ledger_state, self.ledger_source)
         return self.render(request, "ledger.html", session, ledger=state)
 
     async def public_key(self, request: Request) -> Response:
         session = self.session(request)
         if session is None:
             return self._denied(request)
-        text = await run_in_threadpool(queries.public_key_text, self.settings.evidence)
+        text = await run_in_threadpool(queries.public_key_text, self.ledger_source)
         if text is None:
             return PlainTextResponse("no public key yet", status_code=404)
         return PlainTextResponse(
@@ -341,7 +349,7 @@ class Console:
         session = self.session(request)
         if session is None:
             return self._denied(request)
-        data = await run_in_threadpool(queries.guard_activity, self.settings.evidence)
+        data = await run_in_threadpool(queries.guard_activity, self.ledger_source)
         return JSONResponse(data)
 
     async def root(self, request: Request) -> Response:

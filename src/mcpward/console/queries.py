@@ -21,12 +21,11 @@ from mcpward.contracts.model import HoldRecord, Pin
 from mcpward.contracts.review import ReviewError, diff_holds
 from mcpward.contracts.sanitize import sanitize_text
 from mcpward.contracts.store import PinStore
-from mcpward.evidence.ledger import verify_ledger
 from mcpward.evidence.reviews import read_reviews
-from mcpward.evidence.settings import EvidencePaths
+from mcpward.evidence.source import LedgerSource
 from mcpward.evidence.store import LedgerView, StoredEntry
 from mcpward.evidence.vocabulary import EntryKind, LedgerState, PolicyDecision
-from mcpward.store.ledger_sqlite import LedgerStoreError, read_snapshot
+from mcpward.store.ledger_sqlite import LedgerStoreError
 
 MAX_SCAN = 20_000
 MAX_PAGE_SIZE = 100
@@ -44,11 +43,11 @@ class QueryError(ValueError):
 
 
 @contextmanager
-def _ledger(paths: EvidencePaths) -> Iterator[LedgerView | None]:
-    if not paths.ledger.exists():
+def _ledger(source: LedgerSource) -> Iterator[LedgerView | None]:
+    if not source.exists():
         yield None
         return
-    with read_snapshot(paths.ledger) as view:
+    with source.snapshot() as view:
         yield view
 
 
@@ -122,7 +121,7 @@ def _hold_view(hold: HoldRecord, changes: list[dict[str, str]], pin: Pin | None)
     )
 
 
-def open_holds(store: PinStore, paths: EvidencePaths) -> list[HoldView]:
+def open_holds(store: PinStore, source: LedgerSource) -> list[HoldView]:
     """Every open hold with its diff against the pin and the calls it held."""
     views: list[HoldView] = []
     for upstream in store.upstreams():
@@ -144,7 +143,7 @@ def open_holds(store: PinStore, paths: EvidencePaths) -> list[HoldView]:
                 for c in d.changes
             ]
             views.append(_hold_view(d.hold, changes, d.pin))
-    with _ledger(paths) as ledger_view:
+    with _ledger(source) as ledger_view:
         entries = _recent(ledger_view)
     by_item: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
     for _, receipt in _receipts(entries):
@@ -167,9 +166,9 @@ def find_hold(store: PinStore, upstream: str, item_kind: str, item: str) -> Hold
 # -- pins --------------------------------------------------------------------------------------
 
 
-def pins_by_upstream(store: PinStore, paths: EvidencePaths) -> list[dict[str, Any]]:
+def pins_by_upstream(store: PinStore, source: LedgerSource) -> list[dict[str, Any]]:
     """Per upstream: each pinned item with its hash, source and the reviews that touched it."""
-    with _ledger(paths) as view:
+    with _ledger(source) as view:
         reviews = read_reviews(_recent(view))
     history: dict[tuple[str, str, str], list[dict[str, Any]]] = defaultdict(list)
     for review in reviews:
@@ -306,9 +305,9 @@ class ReceiptPage:
     scanned: int
 
 
-def receipts_page(paths: EvidencePaths, query: ReceiptFilter) -> ReceiptPage:
+def receipts_page(source: LedgerSource, query: ReceiptFilter) -> ReceiptPage:
     """The newest-first page of receipts matching the filter (within the last MAX_SCAN)."""
-    with _ledger(paths) as view:
+    with _ledger(source) as view:
         entries = _recent(view)
     matched = [r for stored, r in _receipts(entries) if query.matches(stored, r)]
     matched.reverse()
@@ -321,33 +320,33 @@ def receipts_page(paths: EvidencePaths, query: ReceiptFilter) -> ReceiptPage:
 # -- ledger ------------------------------------------------------------------------------------
 
 
-def ledger_state(paths: EvidencePaths) -> dict[str, Any]:
+def ledger_state(source: LedgerSource) -> dict[str, Any]:
     """Verification result, size and the latest signed checkpoint (public data only)."""
-    if not paths.ledger.exists():
-        return {"exists": False, "path": str(paths.ledger)}
+    if not source.exists():
+        return {"exists": False, "path": source.where}
     try:
-        report = verify_ledger(paths)
+        report = source.verify()
     except LedgerStoreError as exc:
-        return {"exists": True, "path": str(paths.ledger), "error": str(exc)}
-    with _ledger(paths) as view:
+        return {"exists": True, "path": source.where, "error": str(exc)}
+    with _ledger(source) as view:
         checkpoints = view.checkpoints() if view else []
     latest = checkpoints[-1] if checkpoints else None
     return {
         "exists": True,
-        "path": str(paths.ledger),
+        "path": source.where,
         "ok": report.ok,
         # tampered or truncated; `unsigned` is normal while the first checkpoint is pending
         "broken": report.state in (LedgerState.TAMPERED, LedgerState.TRUNCATED),
         "report": report.to_dict(),
         "checkpoint": latest.note if latest else None,
         "checkpoint_at": _stamp(latest.created_at) if latest else None,
-        "has_public_key": paths.public_key.exists(),
+        "has_public_key": source.paths.public_key.exists(),
     }
 
 
-def public_key_text(paths: EvidencePaths) -> str | None:
+def public_key_text(source: LedgerSource) -> str | None:
     try:
-        return paths.public_key.read_text(encoding="utf-8")
+        return source.paths.public_key.read_text(encoding="utf-8")
     except OSError:
         return None
 
@@ -356,7 +355,7 @@ def public_key_text(paths: EvidencePaths) -> str | None:
 
 
 def guard_activity(
-    paths: EvidencePaths, days: int = CHART_DAYS, now: float | None = None
+    source: LedgerSource, days: int = CHART_DAYS, now: float | None = None
 ) -> dict[str, Any]:
     """Denials, holds and redactions per guard per UTC day over the last `days` days."""
     end = time.time() if now is None else now
@@ -369,7 +368,7 @@ def guard_activity(
     counts: dict[str, dict[str, Counter[str]]] = defaultdict(
         lambda: {"deny": Counter(), "hold": Counter(), "redact": Counter()}
     )
-    with _ledger(paths) as view:
+    with _ledger(source) as view:
         entries = _recent(view)
     for stored, receipt in _receipts(entries):
         if stored.recorded_at < since:

@@ -101,7 +101,9 @@ class HttpFrontApp:
         parts = urlsplit(self.resource)
         self.metadata_url = f"{parts.scheme}://{parts.netloc}{METADATA_PREFIX}{parts.path}"
         self._metadata_paths = {METADATA_PREFIX, METADATA_PREFIX + front.path}
-        self.console = build_console(front, gateway.state_dir, gateway.config.evidence.path)
+        self.console = build_console(
+            front, gateway.state_dir, gateway.config.evidence.path, gateway.store
+        )
         self.metrics = MetricsEndpoint.for_front(front, gateway.metrics)  # None: 404
         self.health = HealthProbe(gateway, gateway.store_check)
         gateway.processes.warm_up()

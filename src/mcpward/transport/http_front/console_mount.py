@@ -18,14 +18,18 @@ from mcpward.console.auth import (
 from mcpward.console.security import ASGIApp, Receive, Scope, Send
 from mcpward.evidence.settings import EvidencePaths
 from mcpward.secret_refs import SecretUnavailable, resolve_secret
+from mcpward.store.factory import StoreContext
 from mcpward.transport.http_front.config import HttpFront, HttpFrontRefused
 
 CONSOLE_PATH = "/console"
 
 
-def build_console(front: HttpFront, state_dir: Path, ledger: Path | None) -> ASGIApp | None:
-    """The console for this front over the gateway's state (`ledger`: evidence.path), or None
-    when no admin credential is configured."""
+def build_console(
+    front: HttpFront, state_dir: Path, ledger: Path | None, store: StoreContext | None = None
+) -> ASGIApp | None:
+    """The console for this front over the gateway's state (`ledger`: evidence.path; `store`:
+    the configured store, SQLite or the fleet's PostgreSQL), or None when no admin credential is
+    configured."""
     if front.admin_token is None:
         return None
     if is_console_path(front.path):
@@ -35,8 +39,8 @@ def build_console(front: HttpFront, state_dir: Path, ledger: Path | None) -> ASG
         check_not_a_client_token(token, (t.token_sha256 for t in front.tokens))
     except (SecretUnavailable, AdminTokenError) as exc:
         raise HttpFrontRefused(f"front.admin_token: {exc}") from None
-    evidence = EvidencePaths.resolve(state_dir, ledger)
-    return create_console_app(ConsoleSettings(state_dir, evidence, AdminAuth(token)))
+    evidence = EvidencePaths.resolve(state_dir, ledger, store.keys_dir if store else None)
+    return create_console_app(ConsoleSettings(state_dir, evidence, AdminAuth(token), store=store))
 
 
 def is_console_path(path: str) -> bool:
