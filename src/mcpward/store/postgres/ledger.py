@@ -63,6 +63,9 @@ def _insert_sql(rows: int, locked: bool) -> str:
 _HEAD = "SELECT seq, entry_hash, body FROM ledger_entries ORDER BY seq DESC LIMIT 1"
 
 Conn = psycopg.Connection[tuple[Any, ...]]
+# The server is away for now (down, restarting, unreachable), or a failover left us on a standby
+# that refuses writes: retried by itself, unlike every other database error.
+_AWAY = (psycopg.OperationalError, pg_errors.ReadOnlySqlTransaction)
 
 
 def _stored(row: tuple[Any, ...]) -> StoredEntry:
@@ -236,7 +239,7 @@ class PostgresLedgerStore:
         conn = self._writer_conn()
         try:
             return self._head(conn)
-        except psycopg.OperationalError as exc:
+        except _AWAY as exc:
             raise self._lost(exc) from None
 
     def append(self, build: Callable[[ChainHead], Sequence[SealedEntry]]) -> list[SealedEntry]:
@@ -267,7 +270,7 @@ class PostgresLedgerStore:
                 head = self._head(conn)
                 sealed = list(build(head))
                 self._insert(conn, sealed)
-        except psycopg.OperationalError as exc:
+        except _AWAY as exc:
             raise self._lost(exc) from None
         self._head_cache = sealed[-1].head_after() if sealed else head
         return sealed
@@ -327,7 +330,7 @@ class PostgresLedgerStore:
                     "VALUES (%s, %s, %s)",
                     (self._head(conn).size, level, noted_at),
                 )
-        except psycopg.OperationalError as exc:
+        except _AWAY as exc:
             raise self._lost(exc) from None
 
     def add_checkpoint(
@@ -353,7 +356,7 @@ class PostgresLedgerStore:
                     "INSERT INTO ledger_checkpoints (size, created_at, note) VALUES (%s, %s, %s)",
                     (head.size, created_at, note),
                 )
-        except psycopg.OperationalError as exc:
+        except _AWAY as exc:
             raise self._lost(exc) from None
         return StoredCheckpoint(head.size, created_at, note)
 
