@@ -4,6 +4,7 @@ tamper cases, an export verified with only the public key, and an outage the wri
 from __future__ import annotations
 
 import asyncio
+import json
 import shutil
 import threading
 import time
@@ -253,3 +254,64 @@ def test_a_batch_past_the_values_limit_goes_in_as_arrays(pg_dsn: str, tmp_path: 
     assert [big[0].seq, big[-1].seq] == [3, 2102]
     report = verify(paths)
     assert (report.state, report.entries, report.verified_through) == (LedgerState.OK, 2103, 2103)
+
+
+def test_a_head_moved_by_another_replica_is_read_again_under_the_lock(
+    pg_dsn: str, tmp_path: Path
+) -> None:
+    context = pg_context(pg_dsn, tmp_path)
+    (a, paths), (b, _) = replica(context, tmp_path, "a"), replica(context, tmp_path, "b")
+    assert [e.seq for e in a.append(receipts(0, 2))] == [0, 1]  # a caches head 2
+    assert [e.seq for e in b.append(receipts(2, 2))] == [2, 3]  # b reads it: 4
+    store = a.store
+    assert isinstance(store, PostgresLedgerStore) and store.contended == 0
+    # a's cached head (2) is stale: its INSERT collides, rolls back whole, and is sealed anew
+    assert [e.seq for e in a.append(receipts(4, 2))] == [4, 5]
+    assert store.contended == 1
+    a.checkpoint()
+    a.close()
+    b.close()
+    report = verify(paths)
+    assert (report.state, report.entries, report.verified_through) == (LedgerState.OK, 6, 6)
+
+
+async def test_the_cli_exports_and_an_outsider_verifies_with_the_public_key_only(
+    pg_dsn: str, tmp_path: Path
+) -> None:
+    from tests.store.fleet_replicas import mcpward
+    from tests.store.pg import DSN_ENV, store_yaml
+
+    context = pg_context(pg_dsn, tmp_path)
+    two_replicas_interleaved(context, tmp_path, rounds=5)
+    config = tmp_path / "mcpward.yaml"
+    config.write_text(
+        "version: 1\nupstreams: [{id: none, kind: stdio, command: /bin/true}]\n"
+        + store_yaml(context.keys_dir, context.state_dir)
+    )
+    env = {DSN_ENV: pg_dsn}
+    export, note, key = tmp_path / "fleet.jsonl", tmp_path / "cp.note", tmp_path / "fleet.pub"
+    for args in (
+        ("ledger", "export", "--config", str(config), "-o", str(export)),
+        ("ledger", "checkpoint", "--config", str(config), "-o", str(note)),
+    ):
+        code, out = await mcpward(*args, env=env)
+        assert code == 0, out
+    code, out = await mcpward("ledger", "public-key", "--config", str(config), env=env)
+    assert code == 0, out
+    key.write_text(out)
+    outsider = tmp_path / "outsider"  # no keys, no database, no config
+    outsider.mkdir()
+    verify_args = ["ledger", "verify", "--json", "--state-dir", str(outsider)]
+    verify_args += ["--ledger", str(export), "--public-key", str(key), "--checkpoint", str(note)]
+    code, out = await mcpward(*verify_args)
+    assert code == 0, out
+    report = json.loads(out)
+    assert (report["state"], report["verified_through"], report["hmac_checked"]) == (
+        "ok",
+        33,
+        False,
+    )
+    lines = export.read_bytes().splitlines()
+    export.write_bytes(b"\n".join(lines[:10] + lines[11:]) + b"\n")  # one line dropped
+    code, out = await mcpward(*verify_args)
+    assert code == 1 and json.loads(out)["reason"] == "sequence_gap", out
