@@ -99,7 +99,7 @@ def _open(state_dir: Path | None, config: Path | None, *, must_exist: bool = Tru
             f"no pin store in {context.state_dir} (has the gateway run with the rug_pull guard?)"
         )
     try:
-        return open_pin_store(context)
+        return open_pin_store(context, listen=False)
     except PinStoreError as exc:
         raise _fail(str(exc)) from None
 

@@ -92,7 +92,7 @@ def _copy_pins(source: StoreContext, target: StoreContext) -> tuple[int, int, in
     except (KeyFileError, OSError, PinStoreError) as exc:
         raise CopyError(f"source pin store: {exc}") from None
     try:
-        dst = open_pin_store(target)
+        dst = open_pin_store(target, listen=False)
     except PinStoreError as exc:
         src.close()
         raise CopyError(str(exc)) from None

@@ -101,7 +101,7 @@ class Console:
         if not context.postgres and not (context.state_dir / DB_NAME).exists():
             yield None
             return
-        store = open_pin_store(context)
+        store = open_pin_store(context, listen=False)
         try:
             yield store
         finally:

@@ -82,8 +82,9 @@ def migrate_hint(context: StoreContext) -> str:
     return " ".join(context.cli_args())
 
 
-def open_pin_store(context: StoreContext) -> PinStore:
-    """The configured pin store, checked: a PostgreSQL schema behind or ahead is refused."""
+def open_pin_store(context: StoreContext, *, listen: bool = True) -> PinStore:
+    """The configured pin store, checked: a PostgreSQL schema behind or ahead is refused.
+    `listen` (PostgreSQL): follow other replicas' changes; one-shot CLI commands pass False."""
     if not context.postgres:
         from mcpward.store.pins_sqlite import SqlitePinStore
 
@@ -99,7 +100,7 @@ def open_pin_store(context: StoreContext) -> PinStore:
         raise PinStoreError(f"pin store: {exc}") from None
     try:
         check_schema(pool, migrate_hint(context))
-        return PostgresPinStore(pool, key)
+        return PostgresPinStore(pool, key, listen=listen)
     except (PostgresUnavailable, SchemaMismatch) as exc:
         release_pool(pool)
         raise PinStoreError(f"pin store: {exc}") from None

@@ -68,12 +68,15 @@ class HistoryEntry:
 class PostgresPinStore:
     """`PinStore` on a shared database. Thread-safe (each call takes its own pooled connection)."""
 
-    def __init__(self, pool: PgPool, key: bytes) -> None:
-        """Takes over one reference to `pool` (released by `close`)."""
+    def __init__(self, pool: PgPool, key: bytes, *, listen: bool = True) -> None:
+        """Takes over one reference to `pool` (released by `close`). `listen`: follow other
+        replicas' changes from the start (a gateway); one-shot CLI commands pass False."""
         self._pool = pool
         self._macs = PinMacs(key)
-        self._watcher: ChangeWatcher | None = None  # started by the first `changed()`
+        self._watcher: ChangeWatcher | None = None
         self._seen = -1
+        if listen:
+            self.wait_listening(pool.timeout)
         self._closed = False
         self._init_list()
 
@@ -94,6 +97,10 @@ class PostgresPinStore:
 
     @contextmanager
     def _snapshot(self) -> Iterator[Conn]:
+        if self._watcher is not None and not self._watcher.connected:
+            # the gate loads on the event loop: while the listener (reconnecting every 0.5 s on
+            # its own thread) is away, fail at once instead of waiting on the pool
+            raise PinStoreError(f"pin store {self._pool.where}: the database is not reachable")
         with self._connection("read") as conn, conn.transaction():
             conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
             yield conn

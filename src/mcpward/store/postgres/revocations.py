@@ -1,6 +1,6 @@
 """Token revocations shared by a fleet: kept in memory, re-read whenever a replica or the CLI
-NOTIFYs a change (and after the listener reconnects). While the listener is down the list is
-re-read on every check, so a revocation is never missed; an unreadable list refuses the token."""
+NOTIFYs a change (and after the listener reconnects). While the listener is down a revocation
+could be missed, so every token is refused until it is back (fail closed, at once)."""
 
 from __future__ import annotations
 
@@ -28,6 +28,8 @@ class PostgresRevocations:
         self._macs = PinMacs(key)
         self._lock = threading.Lock()
         self._watcher = acquire_watcher(pool) if listen else None
+        if self._watcher is not None:
+            self._watcher.wait_connected(pool.timeout)
         self._seen = -1
         self._subjects: frozenset[str] = frozenset()
 
@@ -43,9 +45,13 @@ class PostgresRevocations:
         watcher = self._watcher
         if watcher is None:
             return self._read()
+        if not watcher.connected:
+            # the listener reconnects every 0.5 s on its own thread; meanwhile refuse at once
+            # rather than hold the event loop in a connection attempt
+            raise RevocationUnavailable("token revocations: the database is not reachable")
         with self._lock:
             generation = watcher.generation(REVOCATIONS_CHANNEL)
-            if generation != self._seen or not watcher.connected:
+            if generation != self._seen:
                 self._subjects = self._read()
                 self._seen = generation
             return self._subjects
