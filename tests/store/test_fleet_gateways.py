@@ -59,9 +59,16 @@ async def test_two_replicas_under_load_one_verifiable_ledger(pg_dsn: str, tmp_pa
     assert report["state"] == "ok" and report["entries"] == report["verified_through"], report
 
 
-async def test_kill_9_of_one_replica_under_load(pg_dsn: str, tmp_path: Path) -> None:
+@pytest.mark.parametrize("durability", ["crash_safe", "sync"])
+async def test_kill_9_of_one_replica_under_load(
+    pg_dsn: str, tmp_path: Path, durability: str
+) -> None:
+    """crash_safe commits with synchronous_commit off, sync with it on: either way an answer
+    leaves only after the server acknowledged its receipt, which a replica's death cannot undo."""
     context = pg_context(pg_dsn, tmp_path)
-    configs = [fleet_config(tmp_path / name, context.keys_dir) for name in ("a", "b")]
+    configs = [
+        fleet_config(tmp_path / name, context.keys_dir, durability=durability) for name in "ab"
+    ]
     a, b = [await Replica.start(n, c, pg_dsn) for n, c in zip("ab", configs, strict=True)]
     try:
         await asyncio.gather(a.load(200), b.load(200))
@@ -75,6 +82,7 @@ async def test_kill_9_of_one_replica_under_load(pg_dsn: str, tmp_path: Path) -> 
     assert unreceipted(b, hashes) == []
     report = await verify_cli(configs[1], pg_dsn)
     assert report["state"] == "ok", report
+    assert {"since_seq": 0, "level": durability} in report["durability"], report
 
 
 async def test_database_stopped_under_load_fails_closed_then_recovers(tmp_path: Path) -> None:
