@@ -23,7 +23,7 @@ def pg_context(dsn: str, tmp_path: Path, *, migrated: bool = True) -> StoreConte
     )
     keys = tmp_path / "keys"
     context = StoreContext(settings, tmp_path / "state", keys, tmp_path / "mcpward.yaml")
-    (tmp_path / "state").mkdir(exist_ok=True)
+    (tmp_path / "state").mkdir(parents=True, exist_ok=True)
     if migrated:
         pool = acquire_pool(settings)
         try:
