@@ -14,6 +14,9 @@ class Rule:
     id: str
     pattern: str
     weight: float = 1.0
+    # Spans reported per scanned text; None: the scanner's limit. A weak cue whose presence is
+    # all that counts (a quoted name) needs only its first hit, which keeps ordinary text cheap.
+    max_hits: int | None = None
 
 
 FAMILIES: dict[str, str] = {

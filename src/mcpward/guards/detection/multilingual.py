@@ -463,11 +463,13 @@ def _rules_for(lex: Lexicon) -> tuple[list[Rule], list[Rule]]:
             _I + e + rf"(?:{lex.send}){GAP_LONG}{users_secret}|{users_secret}{GAP_LONG}"
             rf"(?:{lex.send})",
         ),
+        # The bare quoted name (same in every language) is QUOTED_TOOL_NAME, once, not 8 times.
         Rule(
             "cross-tool",
             f"call-named-tool-{tag}",
-            _I + e + rf"(?:{lex.call}){GAP}{TOOL_ID}|{tool_ref}",
+            _I + e + rf"(?:{lex.call}){GAP}{TOOL_ID}|(?:{t})\s*{TOOL_ID}|{TOOL_ID}\s*(?:{t})",
             0.25,
+            max_hits=1,
         ),
         Rule(
             "cross-tool",
@@ -503,8 +505,13 @@ def _rules_for(lex: Lexicon) -> tuple[list[Rule], list[Rule]]:
     return [r for r in shared if r is not None], preference
 
 
+# A name in quotes or guillemets, in any language: weak alone (real schemas quote values), and
+# one rule, not one per language, so an ordinary English schema pays for one pattern.
+QUOTED_TOOL_NAME = Rule("cross-tool", "quoted-tool-name", QUOTED_ID, 0.25, max_hits=1)
+
+
 def _build() -> tuple[list[Rule], list[Rule]]:
-    shared: list[Rule] = []
+    shared: list[Rule] = [QUOTED_TOOL_NAME]
     preference: list[Rule] = []
     for lex in LEXICONS:
         s, p = _rules_for(lex)

@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -48,6 +49,14 @@ def encodable(text: str) -> str:
     except UnicodeEncodeError:
         return "".join("\ufffd" if 0xD800 <= ord(c) <= 0xDFFF else c for c in text)
     return text
+
+
+def utf8(text: str) -> bytes:
+    """The UTF-8 bytes RE2 searches, one character for one as `encodable` says."""
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError:
+        return encodable(text).encode("utf-8")
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,24 +122,68 @@ class MultiPattern:
         """Indices of the patterns that match somewhere in text (one pass)."""
         if not self._sets or not text:
             return []
-        text = encodable(text)
+        return self._matching(utf8(text))
+
+    def _matching(self, data: bytes) -> list[int]:
         found: list[int] = []
         for offset, compiled in self._sets:
-            hits = compiled.Match(text)
+            hits = compiled.Match(data)
             if hits:
                 found += [offset + i for i in hits]
         return sorted(found)
 
-    def finditer(self, text: str, limit: int = 1000) -> Iterator[Hit]:
-        """Every non-overlapping hit of every matching pattern, at most `limit` per pattern."""
-        text = encodable(text)
-        for index in self.matching(text):
+    def finditer(self, text: str, limit: int | Sequence[int] = 1000) -> Iterator[Hit]:
+        """Every non-overlapping hit of every matching pattern, at most `limit` per pattern
+        (one number for all, or one per pattern).
+
+        The text is encoded once and searched as UTF-8 bytes (google-re2's str path re-maps
+        offsets on every match, several times slower); spans come back in characters.
+        """
+        if not self._sets or not text:
+            return
+        data = utf8(text)
+        matching = self._matching(data)
+        if not matching:
+            return
+        chars = _CharOffsets(data, len(text))
+        for index in matching:
             compiled = self._compiled[index]
             if compiled is None:
                 compiled = self._compiled[index] = _single(self.patterns[index])
             ngroups = compiled.groups
-            for count, match in enumerate(compiled.finditer(text)):
-                if count >= limit:
+            most = limit if isinstance(limit, int) else limit[index]
+            matches = compiled.finditer(data) if most != 1 else (compiled.search(data),)
+            for count, match in enumerate(matches):
+                if count >= most or match is None:
                     break
-                groups = tuple(match.span(g) for g in range(1, ngroups + 1))
-                yield Hit(index, match.start(), match.end(), groups)
+                start, end = match.span()
+                groups = tuple(chars.span(match.span(g)) for g in range(1, ngroups + 1))
+                yield Hit(index, chars.at(start), chars.at(end), groups)
+
+
+class _CharOffsets:
+    """Byte offsets in a UTF-8 encoding to character offsets in the text; identity for ASCII,
+    else each lookup decodes only from the nearest offset already converted."""
+
+    def __init__(self, data: bytes, length: int) -> None:
+        self.data = data
+        self.identity = len(data) == length
+        self._bytes: list[int] = [0]
+        self._chars: list[int] = [0]
+
+    def at(self, offset: int) -> int:
+        if self.identity or offset <= 0:
+            return offset
+        i = bisect_right(self._bytes, offset) - 1
+        base = self._bytes[i]
+        if base == offset:
+            return self._chars[i]
+        char = self._chars[i] + len(self.data[base:offset].decode("utf-8", "ignore"))
+        self._bytes.insert(i + 1, offset)
+        self._chars.insert(i + 1, char)
+        return char
+
+    def span(self, span: tuple[int, int]) -> tuple[int, int]:
+        if span[0] < 0:
+            return span
+        return self.at(span[0]), self.at(span[1])

@@ -16,6 +16,8 @@ from mcpward.guards.detection.families import FAMILIES, Rule
 from mcpward.guards.detection.regex import MultiPattern, compile_pattern
 from mcpward.guards.detection.unicode import smuggling_hits
 
+_MAX_HITS = 50  # spans per rule per text
+
 # A definition is read by a model, so even one invisible character is a finding there.
 _UNICODE_FAMILY = {
     "unicode-tag-characters": "invisible-text",
@@ -119,16 +121,28 @@ class ContentScanner:
         self.strict_unicode = strict_unicode
         self.max_text_chars = max_text_chars
         self._multi = MultiPattern([r.pattern for r in self.rules])
+        self._limits = [min(r.max_hits or _MAX_HITS, _MAX_HITS) for r in self.rules]
         self._names = MultiPattern([r.pattern for r in self.name_rules])
+        # Fields joined by newlines can be prefiltered with one set pass: every built-in word
+        # edge or `^` treats a newline as a boundary. A custom pattern might anchor at \A or
+        # `^` without (?m), so with custom patterns every field is scanned on its own.
+        self._joinable = not custom
 
     def scan_text(self, text: str, path: str = "$") -> list[Finding]:
+        return self._scan_text(text, path, with_rules=True)
+
+    def _scan_text(self, text: str, path: str, with_rules: bool) -> list[Finding]:
         if len(text) > self.max_text_chars:
             text = text[: self.max_text_chars]
-        findings = [
-            Finding(r.family, r.id, path, hit.start, hit.end, r.weight)
-            for hit in self._multi.finditer(text, limit=50)
-            for r in (self.rules[hit.index],)
-        ]
+        findings = (
+            [
+                Finding(r.family, r.id, path, hit.start, hit.end, r.weight)
+                for hit in self._multi.finditer(text, limit=self._limits)
+                for r in (self.rules[hit.index],)
+            ]
+            if with_rules
+            else []
+        )
         if self.unicode_weights and not text.isascii():
             for hit in smuggling_hits(text, strict=self.strict_unicode):
                 family = _UNICODE_FAMILY[hit.rule]
@@ -138,20 +152,28 @@ class ContentScanner:
         return findings
 
     def scan_name(self, name: str, path: str) -> list[Finding]:
-        findings = [
-            Finding(r.family, r.id, path, hit.start, hit.end, r.weight)
-            for hit in self._names.finditer(name, limit=5)
-            for r in (self.name_rules[hit.index],)
-        ]
-        return findings + self.scan_text(name, path)
+        return self.scan_fields([FieldText(path, name, is_name=True)])
 
     def scan_fields(self, fields: Iterable[FieldText]) -> list[Finding]:
+        texts = list(fields)
+        # Most definitions match no rule at all: one set pass over all their fields says so,
+        # instead of one pass (and one Python round trip) per field.
+        with_rules = not (
+            self._joinable
+            and len(texts) > 1
+            and not self._multi.matching(
+                "\n".join(field.text[: self.max_text_chars] for field in texts)
+            )
+        )
         findings: list[Finding] = []
-        for field in fields:
+        for field in texts:
             if field.is_name:
-                findings += self.scan_name(field.text, field.path)
-            else:
-                findings += self.scan_text(field.text, field.path)
+                findings += [
+                    Finding(r.family, r.id, field.path, hit.start, hit.end, r.weight)
+                    for hit in self._names.finditer(field.text, limit=5)
+                    for r in (self.name_rules[hit.index],)
+                ]
+            findings += self._scan_text(field.text, field.path, with_rules)
         return findings
 
     def scan_definition(self, item: Any) -> list[Finding]:
