@@ -106,6 +106,17 @@ async def test_drift_held_on_both_replicas_one_accept_releases_both(
         left = json.loads(cli(pg_dsn, "holds", "--config", str(a.config), "--json").stdout)
         assert "transfer" not in {h["name"] for h in left}  # the prompt and resource still held
         assert {h["name"] for h in left} == {"greet", "res://ledger"}
+        history = json.loads(
+            cli(pg_dsn, "pins", "history", "ledger", "--config", str(b.config), "--json").stdout
+        )
+        transfer = [
+            (h["action"], (h["source"].split() or [""])[0])
+            for h in history
+            if h["name"] == "transfer"
+        ]
+        # newest first; one "hold" although both replicas served held calls
+        assert transfer == [("release", ""), ("pin", "accept"), ("hold", "drift"), ("pin", "tofu")]
+        assert all(h["verified"] for h in history)
 
 
 async def test_a_revoked_token_is_refused_by_every_replica_within_a_second(

@@ -6,6 +6,7 @@ Thin wiring over `contracts.review`, `contracts.snapshot_file` and the SQLite pi
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import getpass
 import json
 import sys
@@ -157,6 +158,35 @@ def register(app: typer.Typer) -> None:
             if row["tampered"]:
                 line.append(f"  TAMPERED: {sanitize_text(row['tampered'], 200)}", style="bold red")
             out.print(line)
+
+    @pins.command("history")
+    def history(
+        upstream: Annotated[str | None, typer.Argument(help="Only this upstream.")] = None,
+        limit: Annotated[int, typer.Option("--limit", min=1, max=100_000)] = 50,
+        state_dir: StateDir = None,
+        config: ConfigFile = None,
+        as_json: JsonOut = False,
+    ) -> None:
+        """Changes to pins and holds, newest first (the PostgreSQL store; each row MACed)."""
+        store = _open(state_dir, config)
+        read = getattr(store, "history", None)
+        if read is None:
+            raise _fail(
+                "this store keeps no pin history (SQLite); accepts and revokes made in the "
+                "console are in the ledger: mcpward ledger tail"
+            )
+        try:
+            rows = read(upstream, limit)
+        except PinStoreError as exc:
+            raise _fail(str(exc)) from None
+        if as_json:
+            _print_json([dataclasses.asdict(r) for r in rows])
+            return
+        for r in rows:
+            stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(r.at))
+            mark = "" if r.verified else "  FAILS VERIFICATION"
+            line = f"{stamp}  {r.action:<7} {r.upstream} {r.kind} {r.name} {r.hash or ''}"
+            out.print(Text(sanitize_text(line, 300) + mark))
 
     @pins.command("show")
     def show(

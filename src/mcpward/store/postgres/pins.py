@@ -305,16 +305,32 @@ class PostgresPinStore:
                 ).rowcount
                 if gone:
                     self._history(conn, upstream, kind.value, name, "release", None, "")
+            held = self._held_hashes(conn, upstream) if put_holds else {}
             for hold in put_holds:
                 body = dump_json(hold_to_json(hold))
                 mac = self._macs.mac("hold", upstream, hold.kind.value, hold.name, body)
                 conn.execute(_PUT_HOLD, (upstream, hold.kind.value, hold.name, body, mac))
-                self._history(
-                    conn, upstream, hold.kind.value, hold.name, "hold", hold.new_hash, hold.reason
-                )
+                key = (hold.kind.value, hold.name)
+                if key not in held or held[key] != hold.new_hash:  # not every sighting
+                    self._history(conn, upstream, *key, "hold", hold.new_hash, hold.reason)
             # hold-only writes leave the manifest alone, so they never mask tampering
             if put or delete or baseline_kinds:
                 self._refresh_manifest(conn, upstream, baseline_kinds)
+
+    @staticmethod
+    def _held_hashes(conn: Conn, upstream: str) -> dict[tuple[str, str], str | None]:
+        """(kind, name) -> held new_hash of the upstream's current holds (history is written
+        when a hold appears or moves, not each time a held call refreshes it)."""
+        out: dict[tuple[str, str], str | None] = {}
+        rows = conn.execute(
+            "SELECT kind, name, body FROM pin_holds WHERE upstream=%s", (upstream,)
+        ).fetchall()
+        for kind, name, body in rows:
+            try:
+                out[(kind, name)] = json.loads(body).get("new_hash")
+            except (ValueError, AttributeError):
+                out[(kind, name)] = None
+        return out
 
     def forget(self, upstream: str) -> int:
         with self._writing(upstream) as conn:
