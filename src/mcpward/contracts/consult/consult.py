@@ -115,6 +115,8 @@ class SemanticConsult:
             )
             self.cache.put(key, verdict)
             self._tasks.pop(key, None)
+            for item in [i for i, k in self._items.items() if k == key]:
+                del self._items[item]  # answered: only the cache remembers it (bounded)
             log.info("consult about a contract change: %s", verdict.outcome.value)
 
     def pending(self, item: ItemKey) -> bool:
