@@ -7,6 +7,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 from pydantic import ValidationError
 
+from mcpward.pipeline.executor import GuardRun
 from mcpward.telemetry.histogram import Histogram
 from mcpward.telemetry.labels import INVALID, OTHER, CappedLabels
 from mcpward.telemetry.metrics import GatewayMetrics
@@ -35,15 +36,25 @@ def test_capped_labels_keep_the_first_values_and_refuse_odd_ones() -> None:
 
 def test_exposition_parses_and_guard_codes_are_capped() -> None:
     metrics = GatewayMetrics(["up"])
-    for i in range(100):
-        metrics.guard_ran("hook", "deny", f"code-{i}", False, 0.001)
-    metrics.count_call("up", "tools/call", "deny")
+    runs = [
+        GuardRun("hook", "http_hook", "tool_invoke", "deny", 1.0, f"code-{i}") for i in range(100)
+    ]
+    for run in runs:
+        metrics.observe_call("up", "tools/call", "deny", [run], 2.0, None)
     body, content_type = metrics.render()
     assert content_type.startswith("text/plain; version=")
     families = {f.name: f for f in text_string_to_metric_families(body.decode())}
     codes = {s.labels["code"] for s in families["mcpward_guard_stops"].samples}
     assert len(codes) == 33 and OTHER in codes
     assert sum(s.value for s in families["mcpward_guard_stops"].samples) == 100
+    calls = families["mcpward_calls"].samples
+    assert [(s.labels, s.value) for s in calls] == [
+        ({"upstream": "up", "method": "tools/call", "decision": "deny"}, 100.0)
+    ]
+    guard = [
+        s for s in families["mcpward_guard_duration_seconds"].samples if s.name.endswith("_count")
+    ]
+    assert guard[0].value == 100 and guard[0].labels == {"guard": "hook"}
 
 
 def test_settings_refuse_unknown_fields_and_bad_values() -> None:

@@ -29,17 +29,17 @@ class MeteredRecorder:
     async def record(self, record: DecisionRecord) -> None:
         m = self.metrics
         upstream = m.upstream_label(record.upstream)
-        decision = record.decision
-        m.count_call(upstream, record.method, decision)
+        m.observe_call(
+            upstream,
+            record.method,
+            record.decision,
+            record.runs,
+            record.gateway_ms,
+            record.upstream_ms,
+        )
         if record.method == methods.TOOLS_CALL:
             listed = record.tool_definition is not None
-            m.count_tool_call(upstream, record.name, listed, decision)
-        for run in record.runs:
-            m.guard_ran(run.guard_id, run.outcome, run.code, run.shadow, run.duration_ms / 1000.0)
-        if record.gateway_ms is not None:
-            m.added_latency(record.method, record.gateway_ms / 1000.0)
-        if record.upstream_ms is not None:
-            m.upstream_latency(upstream, record.upstream_ms / 1000.0)
+            m.count_tool_call(upstream, record.name, listed, record.decision)
         await self.inner.record(record)
 
     async def close(self) -> None:

@@ -6,8 +6,10 @@ What each metric means, its labels and their bounds: docs/operations.md.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from bisect import bisect_left
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from prometheus_client import CollectorRegistry
 from prometheus_client.core import (
@@ -28,6 +30,21 @@ CODE_CAP = 32  # distinct stop codes per guard (hooks and WASM guards choose the
 REASON_CAP = 16  # protocol.errors.UpstreamFailure has fewer
 
 STOP_OUTCOMES = frozenset({"deny", "hold", "error", "timeout"})
+
+
+class GuardRunView(Protocol):
+    """What the metrics read of a guard run (pipeline.executor.GuardRun)."""
+
+    @property
+    def guard_id(self) -> str: ...
+    @property
+    def outcome(self) -> str: ...
+    @property
+    def code(self) -> str | None: ...
+    @property
+    def shadow(self) -> bool: ...
+    @property
+    def duration_ms(self) -> float: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,10 +92,46 @@ class GatewayMetrics:
     def upstream_label(self, upstream: str | None) -> str:
         return upstream if upstream is not None and upstream in self.upstreams else "_none"
 
-    def count_call(self, upstream: str, method: str, decision: str) -> None:
-        key = (upstream, self._methods.admit("", method), self._decisions.admit("", decision))
+    def observe_call(
+        self,
+        upstream: str,
+        method: str,
+        decision: str,
+        runs: Iterable[GuardRunView],
+        gateway_ms: float | None,
+        upstream_ms: float | None,
+    ) -> None:
+        """One recorded decision: its count, its guards' runs and stops, its latencies. One call
+        per message with the histogram updates inlined: this runs on every judged message."""
+        method = self._methods.admit("", method)
+        decision = self._decisions.admit("", decision)
+        key = (upstream, method, decision)
         calls = self.calls
         calls[key] = calls.get(key, 0) + 1
+        hists = self.guard_seconds
+        for run in runs:
+            hist = hists.get(run.guard_id)
+            if hist is None:
+                hist = hists[run.guard_id] = Histogram()
+            seconds = run.duration_ms * 0.001
+            hist.counts[bisect_left(hist.bounds, seconds)] += 1
+            hist.total += seconds
+            if run.outcome in STOP_OUTCOMES:
+                self._stopped(run)
+        if gateway_ms is not None:
+            hist = self.added_seconds.get(method)
+            if hist is None:
+                hist = self.added_seconds[method] = Histogram()
+            seconds = gateway_ms * 0.001
+            hist.counts[bisect_left(hist.bounds, seconds)] += 1
+            hist.total += seconds
+        if upstream_ms is not None:
+            hist = self.upstream_seconds.get(upstream)
+            if hist is None:
+                hist = self.upstream_seconds[upstream] = Histogram()
+            seconds = upstream_ms * 0.001
+            hist.counts[bisect_left(hist.bounds, seconds)] += 1
+            hist.total += seconds
 
     def count_tool_call(self, upstream: str, tool: str | None, listed: bool, decision: str) -> None:
         """A tools/call; the tool is named only if the upstream listed it (and under the cap)."""
@@ -87,31 +140,10 @@ class GatewayMetrics:
         tool_calls = self.tool_calls
         tool_calls[key] = tool_calls.get(key, 0) + 1
 
-    def guard_ran(
-        self, guard_id: str, outcome: str, code: str | None, shadow: bool, seconds: float
-    ) -> None:
-        """One guard run (guard ids come from config: bounded)."""
-        hist = self.guard_seconds.get(guard_id)
-        if hist is None:
-            hist = self.guard_seconds[guard_id] = Histogram()
-        hist.observe(seconds)
-        if outcome in STOP_OUTCOMES:
-            label = self._codes.admit(guard_id, code or "none")
-            key = (guard_id, outcome, label, "true" if shadow else "false")
-            self.stops[key] = self.stops.get(key, 0) + 1
-
-    def added_latency(self, method: str, seconds: float) -> None:
-        label = self._methods.admit("", method)
-        hist = self.added_seconds.get(label)
-        if hist is None:
-            hist = self.added_seconds[label] = Histogram()
-        hist.observe(seconds)
-
-    def upstream_latency(self, upstream: str, seconds: float) -> None:
-        hist = self.upstream_seconds.get(upstream)
-        if hist is None:
-            hist = self.upstream_seconds[upstream] = Histogram()
-        hist.observe(seconds)
+    def _stopped(self, run: GuardRunView) -> None:
+        label = self._codes.admit(run.guard_id, run.code or "none")
+        key = (run.guard_id, run.outcome, label, "true" if run.shadow else "false")
+        self.stops[key] = self.stops.get(key, 0) + 1
 
     # -- upstream connections (relay links) -------------------------------------------------
 
