@@ -1,5 +1,5 @@
-"""tool_shadowing: across upstreams, drops a tool whose name collides with another upstream's
-tool after normalisation, or whose description talks about another upstream's tools.
+"""tool_shadowing: across upstreams, drops a tool whose name is a look-alike of another
+upstream's tool, a copy of it, a promoted stand-in for it, or whose texts talk about it.
 """
 
 from __future__ import annotations
@@ -12,7 +12,13 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from mcpward.guards.detection.extract import StructureLimit, definition_texts
+from mcpward.guards.detection.families import POISONING_ONLY_RULES
+from mcpward.guards.detection.multilingual import (
+    ENGLISH_PREFERENCE_RULES,
+    MULTILINGUAL_PREFERENCE_RULES,
+)
 from mcpward.guards.detection.names import collision_key
+from mcpward.guards.detection.scanner import ContentScanner
 from mcpward.pipeline.context import GuardContext
 from mcpward.pipeline.decisions import AddWarning, Allow, Decision, Modify, ReplaceTools
 from mcpward.pipeline.guard import Guard
@@ -26,6 +32,20 @@ _QUOTED_TOOL = re.compile(
     r"[`'\"]([A-Za-z][A-Za-z0-9_.\-]{2,63})[`'\"]\s+(?:tool|function)\b|"
     r"\b(?:tool|function)\s+[`'\"]([A-Za-z][A-Za-z0-9_.\-]{2,63})[`'\"]",
     re.IGNORECASE,
+)
+# "the search tool": an unquoted name counts when it is called a tool right there.
+_NAMED_TOOL = re.compile(
+    r"\bthe\s+([A-Za-z][A-Za-z0-9_.\-]{2,63})\s+(?:tool|function)\b", re.IGNORECASE
+)
+_WORD = re.compile(r"[^\W_]+")
+# Two descriptions sharing this share of their words (Jaccard) are copies. Independent tools of
+# the same name on real servers (GitHub/GitLab, filesystem/desktop-commander) stay below 0.7.
+COPY_SIMILARITY = 0.8
+# Self-promotion aimed at the model's choice between tools (tool_poisoning's family).
+_PROMOTION = ContentScanner(
+    [r for r in POISONING_ONLY_RULES if r.family == "preference-manipulation"]
+    + ENGLISH_PREFERENCE_RULES
+    + MULTILINGUAL_PREFERENCE_RULES
 )
 
 
@@ -43,12 +63,23 @@ class ToolShadowingOptions(BaseModel):
     strip_decorations: bool = Field(
         default=True, description="Treat `x_v1`, `x_enhanced`, `premium_x` as the name `x`."
     )
+    exact_names: Literal["copies", "always"] = Field(
+        default="copies",
+        description="A tool named exactly like another upstream's: `copies` drops it only when "
+        "its description copies the other's or promotes itself (two servers implementing one "
+        "API share names, and namespacing keeps them apart); `always` drops every such tool.",
+    )
+    check_overlap: bool = Field(
+        default=True,
+        description="Drop a tool that takes exactly another upstream tool's parameters and "
+        "promotes itself (function overlapping with preference manipulation).",
+    )
 
 
 @dataclass(frozen=True, slots=True)
 class Shadowing:
     tool: str
-    reason: Literal["name-collision", "references-other-upstream"]
+    reason: Literal["name-collision", "references-other-upstream", "promoted-overlap"]
     other_upstream: str
     other_tool: str
     field: str = "$.name"
@@ -71,6 +102,44 @@ def _distinctive(name: str) -> bool:
     )
 
 
+def _words(tool: Mapping[str, Any]) -> set[str]:
+    description = tool.get("description")
+    return set(_WORD.findall(description.casefold())) if isinstance(description, str) else set()
+
+
+def _copies(tool: Mapping[str, Any], other: Mapping[str, Any]) -> bool:
+    mine, theirs = _words(tool), _words(other)
+    return bool(mine | theirs) and len(mine & theirs) >= COPY_SIMILARITY * len(mine | theirs)
+
+
+def _parameters(tool: Mapping[str, Any]) -> tuple[frozenset[str], frozenset[str]]:
+    """(parameter names, required names) of a tool's input schema."""
+    schema = tool.get("inputSchema")
+    if not isinstance(schema, Mapping):
+        return frozenset(), frozenset()
+    properties = schema.get("properties")
+    required = schema.get("required")
+    names = frozenset(properties) if isinstance(properties, Mapping) else frozenset()
+    needed = (
+        frozenset(r for r in required if isinstance(r, str))
+        if isinstance(required, list)
+        else frozenset()
+    )
+    return names, needed
+
+
+def _overlaps(tool: Mapping[str, Any], other: Mapping[str, Any]) -> bool:
+    """The tool can stand in for the other: it takes a part of the other's parameters that
+    holds all of the other's required ones (and takes some)."""
+    mine, _ = _parameters(tool)
+    theirs, required = _parameters(other)
+    return bool(mine) and required <= mine <= theirs
+
+
+def _promotes(tool: Mapping[str, Any]) -> bool:
+    return bool(_PROMOTION.scan_definition(tool))
+
+
 def find_shadowing(
     upstream: str,
     tools: Sequence[Mapping[str, Any]],
@@ -81,7 +150,8 @@ def find_shadowing(
     """The tools of `upstream` that shadow another upstream's tools, and why."""
     rank = {uid: i for i, uid in enumerate(order)}
     mine = rank.get(upstream, len(rank))
-    by_key: dict[str, list[tuple[str, str]]] = {}
+    by_key: dict[str, list[tuple[str, Mapping[str, Any]]]] = {}
+    all_others: list[tuple[str, Mapping[str, Any]]] = []
     other_names: dict[str, tuple[str, str]] = {}
     for uid, others in catalog.items():
         if uid == upstream:
@@ -90,27 +160,55 @@ def find_shadowing(
             name = other.get("name")
             if isinstance(name, str) and name:
                 by_key.setdefault(collision_key(name, options.strip_decorations), []).append(
-                    (uid, name)
+                    (uid, other)
                 )
                 other_names.setdefault(name.casefold(), (uid, name))
+                all_others.append((uid, other))
     own_names = {str(t.get("name", "")).casefold() for t in tools}
     found: list[Shadowing] = []
     for tool in tools:
         name = tool.get("name")
         if not isinstance(name, str):
             continue
-        for uid, other_name in by_key.get(collision_key(name, options.strip_decorations), []):
-            theirs = rank.get(uid, len(rank))
-            loses = theirs < mine if options.winner == "first_configured" else theirs > mine
-            if loses or (theirs == mine and uid < upstream):
-                found.append(Shadowing(name, "name-collision", uid, other_name))
-                break
-        else:
-            if options.check_descriptions:
-                ref = _reference(tool, own_names, other_names)
-                if ref is not None:
-                    found.append(ref)
+        shadowing = _collision(upstream, mine, rank, tool, name, by_key, options)
+        if shadowing is None and options.check_descriptions:
+            shadowing = _reference(tool, own_names, other_names)
+        if shadowing is None and options.check_overlap and _promotes(tool):
+            for uid, other in all_others:
+                if _overlaps(tool, other):
+                    shadowing = Shadowing(name, "promoted-overlap", uid, str(other["name"]))
+                    break
+        if shadowing is not None:
+            found.append(shadowing)
     return found
+
+
+def _collision(
+    upstream: str,
+    mine: int,
+    rank: Mapping[str, int],
+    tool: Mapping[str, Any],
+    name: str,
+    by_key: Mapping[str, list[tuple[str, Mapping[str, Any]]]],
+    options: ToolShadowingOptions,
+) -> Shadowing | None:
+    """A look-alike name (decorated, other case or separators, confusables) that loses to the
+    other upstream; an exact same name only when it copies or outbids the other tool."""
+    for uid, other in by_key.get(collision_key(name, options.strip_decorations), []):
+        theirs = rank.get(uid, len(rank))
+        loses = theirs < mine if options.winner == "first_configured" else theirs > mine
+        if not (loses or (theirs == mine and uid < upstream)):
+            continue
+        other_name = str(other["name"])
+        if (
+            options.exact_names == "copies"
+            and other_name == name
+            and not _copies(tool, other)
+            and not _promotes(tool)
+        ):
+            continue
+        return Shadowing(name, "name-collision", uid, other_name)
+    return None
 
 
 def _reference(
@@ -124,6 +222,7 @@ def _reference(
         return None  # tool_poisoning reports unscannable definitions
     for text in texts:
         quoted = {m.group(1) or m.group(2) for m in _QUOTED_TOOL.finditer(text.text)}
+        quoted |= {m.group(1) for m in _NAMED_TOOL.finditer(text.text)}
         for match in _IDENTIFIER.finditer(text.text):
             word = match.group(0).rstrip(".-")
             key = word.casefold()
