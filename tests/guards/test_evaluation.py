@@ -78,3 +78,17 @@ def test_eval_dev_split_never_computes_held_out_rows() -> None:
     assert not any("heldout" in r["dataset"] or "(test)" in r["dataset"] for r in rows)
     bad = CliRunner().invoke(app, ["eval", "detectors", "--split", "test"])
     assert bad.exit_code == 2
+
+
+def test_a_negative_that_is_another_rules_positive_is_a_label_conflict() -> None:
+    from mcpward.evaluation.corpora import SecretExample, is_label_conflict, positive_texts
+
+    token = "xoxb-" + "1" * 12 + "-abcdefghijklmnopqrstuvwx"
+    examples = [
+        SecretExample("slack.2", True, "dev", token),
+        SecretExample("slack.4", False, "dev", token),  # another rule says positive
+        SecretExample("slack.2", False, "dev", token + " "),  # not character for character
+        SecretExample("slack.2", False, "dev", "x" + token),
+    ]
+    positives = positive_texts(examples)
+    assert [is_label_conflict(e, positives) for e in examples] == [False, True, False, False]

@@ -181,6 +181,20 @@ def secret_examples(corpora: Path) -> list[SecretExample]:
     ]
 
 
+def is_label_conflict(example: SecretExample, positives: dict[str, set[str]]) -> bool:
+    """A negative of one rule that is, character for character, a positive of another rule."""
+    return not example.positive and bool(positives.get(example.text, set()) - {example.rule_id})
+
+
+def positive_texts(examples: list[SecretExample]) -> dict[str, set[str]]:
+    """Each positive text and the rules that list it as a positive."""
+    out: dict[str, set[str]] = {}
+    for example in examples:
+        if example.positive:
+            out.setdefault(example.text, set()).add(example.rule_id)
+    return out
+
+
 @dataclass(frozen=True, slots=True)
 class InjectionExample:
     category: str

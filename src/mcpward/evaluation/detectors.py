@@ -202,6 +202,7 @@ def evaluate_tool_shadowing(
                 "corpus shadowing attacks next to the imitated server",
                 split,
                 counts,
+                goal="recall >= 0.85",
                 missed=missed,
             )
         )
@@ -228,6 +229,7 @@ def evaluate_tool_shadowing(
                 f"real servers side by side ({len(servers)}, {batch} batch)",
                 "dev" if batch == "dev" else "test",
                 Confusion(fp=flagged, tn=total - flagged),
+                goal="<= 1% of real tools flagged",
                 note="every drop counted as a false positive, even a true name collision",
                 missed=drops,
             )
@@ -238,11 +240,14 @@ def evaluate_tool_shadowing(
 def evaluate_secrets(corpora: Path, real_dir: Path, splits: Sequence[Split] = SPLITS) -> list[Row]:
     guard = secrets_guard()
     examples = C.secret_examples(corpora)
+    positives = C.positive_texts(examples)
     rows = []
     for split in splits:
         chosen = [e for e in examples if e.split == split]
+        clean = [e for e in chosen if not C.is_label_conflict(e, positives)]
+        conflicts = [e for e in chosen if C.is_label_conflict(e, positives)]
         counts, missed = _count(
-            chosen,
+            clean,
             lambda e: e.positive,
             lambda e: bool(guard.scanner.find(e.text)),
             lambda e: e.rule_id,
@@ -254,6 +259,23 @@ def evaluate_secrets(corpora: Path, real_dir: Path, splits: Sequence[Split] = SP
                 split,
                 counts,
                 goal="recall >= 0.95, FPR <= 0.10",
+                missed=missed,
+            )
+        )
+        # Reported apart, never as false positives: another rule's positive label says redact.
+        counts, missed = _count(
+            conflicts,
+            lambda _: True,
+            lambda e: bool(guard.scanner.find(e.text)),
+            lambda e: e.rule_id,
+        )
+        rows.append(
+            Row(
+                "secrets",
+                "label conflicts: negatives that are another rule's positives",
+                split,
+                counts,
+                note="counted with the other rule's positive label; not in the row above",
                 missed=missed,
             )
         )
