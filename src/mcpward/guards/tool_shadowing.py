@@ -173,7 +173,7 @@ def find_shadowing(
         shadowing = _collision(upstream, mine, rank, tool, name, by_key, options)
         if shadowing is None and options.check_descriptions:
             shadowing = _reference(tool, own_names, other_names)
-        if shadowing is None and options.check_overlap and _promotes(tool):
+        if shadowing is None and options.check_overlap and all_others and _promotes(tool):
             for uid, other in all_others:
                 if _overlaps(tool, other):
                     shadowing = Shadowing(name, "promoted-overlap", uid, str(other["name"]))
