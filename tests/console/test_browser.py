@@ -47,7 +47,7 @@ def _free_port() -> int:
 
 @pytest.fixture
 def artifacts() -> Path:
-    """Screenshots are kept after the run in results/console/ (gitignored), or $MCPWARD_ARTIFACTS."""
+    """Screenshots kept after the run: results/console/ (gitignored) or $MCPWARD_ARTIFACTS."""
     root = Path(os.environ.get("MCPWARD_ARTIFACTS") or Path(__file__).parents[2] / "results")
     directory = root / "console"
     directory.mkdir(parents=True, exist_ok=True)
