@@ -6,7 +6,8 @@ fast the gateway stops.
                                             [--variants defaults,identity,session-warm8]
 
 Variants (the upstream's `processes:` policy):
-- defaults: sharing `session` (a process per session), warm_spares 2, max_processes 128;
+- defaults: sharing `session` (a process per session), no warm spares, max_processes 128;
+- session-warm2: the defaults with warm_spares 2;
 - identity: sharing `identity` (every session here uses one token: one process);
 - session-warm8: sharing `session`, warm_spares 8, max_processes 256.
 Printed per variant (median over rounds, min-max): sessions served and refused (HTTP 503),
@@ -55,6 +56,7 @@ INIT = {
 }
 VARIANTS: dict[str, dict[str, Any]] = {
     "defaults": {},
+    "session-warm2": {"warm_spares": 2},
     "identity": {"sharing": "identity"},
     "session-warm8": {"warm_spares": 8, "max_processes": 256},
 }

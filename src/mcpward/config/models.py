@@ -51,10 +51,11 @@ class ProcessPolicy(Strict):
         default=128, ge=1, le=10_000, description="Cap on this upstream's processes."
     )
     warm_spares: int = Field(
-        default=2,
+        default=0,
         ge=0,
         le=64,
-        description="Started, answering processes kept ready for new sessions (HTTP front only).",
+        description="Started, answering processes kept ready for new sessions (HTTP front only). "
+        "Opt-in: a spare started before the server was upgraded serves the old version.",
     )
     idle_timeout_s: float = Field(
         default=300.0,

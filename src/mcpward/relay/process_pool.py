@@ -72,6 +72,8 @@ class ProcessPool:
         self._reaper: asyncio.Task[None] | None = None
         self._dedicated: set[StdioUpstreamConnection] = set()
         self._stopping: set[asyncio.Future[None]] = set()
+        # Spares start a few at a time: a server's start-up is CPU-bound (an interpreter's
+        # imports), and many at once thrash the host the sessions run on.
         self._start_slots = asyncio.Semaphore(max(2, os.cpu_count() or 2))
 
     # ---- what sessions get ----------------------------------------------------------------------
@@ -133,18 +135,13 @@ class ProcessPool:
         self._reserve(ups)
         conn = self._new_connection(ups)
         try:
-            await self._wait_for_a_start_slot()
-        except BaseException:
-            self._release(ups)
-            raise
-        try:
-            await self._start_and_probe(conn)
+            # Not probed: a dual-era server commits to the era of its first message, and this
+            # session's own first message (initialize or server/discover) must be that one.
+            await conn.start()
         except BaseException:
             ups.failed = True
             await self._stop(ups, conn)
             raise
-        finally:
-            self._start_slots.release()
         ups.failed = False
         self._dedicated.add(conn)
         self._replenish(ups)
@@ -278,20 +275,10 @@ class ProcessPool:
             return
         ups.spares.append(conn)
 
-    async def _wait_for_a_start_slot(self) -> None:
-        """Starting a server is CPU-bound (an interpreter's imports): a few at a time finish
-        sooner than many thrashing. A session that cannot start one in time is refused."""
-        try:
-            async with asyncio.timeout(self._settings.connect_timeout_s / 2):
-                await self._start_slots.acquire()
-        except TimeoutError:
-            raise UpstreamUnavailable(
-                UpstreamFailure.CAPACITY, "too many processes starting"
-            ) from None
-
     async def _start_and_probe(self, conn: StdioUpstreamConnection) -> None:
-        """Start a process and wait until it answers a ping (servers answer one before
-        `initialize`; any answer, even an error, shows it has finished starting)."""
+        """Start a spare and wait until it answers a ping (servers answer one before
+        `initialize`; any answer, even an error, shows it has finished starting). A dual-era
+        server takes the ping as its era: a 2026-07-28 session given this spare is bridged."""
         await conn.start()
         await conn.send(jsonrpc.request(WARM_PROBE_ID, methods.PING, None))
         async with asyncio.timeout(self._settings.connect_timeout_s):
