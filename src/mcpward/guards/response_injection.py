@@ -17,6 +17,8 @@ from mcpward.guards.detection.families import (
     INSTRUCTION_RULES,
     check_family_ids,
 )
+from mcpward.guards.detection.language_gate import MARKER, foreign_windows
+from mcpward.guards.detection.multilingual import MULTILINGUAL_INSTRUCTION_RULES
 from mcpward.guards.detection.scanner import ContentScanner, CustomPattern, Finding, score
 from mcpward.pipeline.context import GuardContext
 from mcpward.pipeline.decisions import AddWarning, Allow, Decision, Deny, Modify, ReplacePayload
@@ -25,6 +27,14 @@ from mcpward.pipeline.spec import GuardSpec
 from mcpward.pipeline.subject import Subject
 
 DATA_RULES = INSTRUCTION_RULES + INJECTION_ONLY_RULES
+# The eight languages' instruction rules, run only on the stretches the language gate picks
+# (the whole set on every result would cost about 23 ms per MiB). A quoted or named tool alone
+# is no instruction in returned data, so those weak cues stay out.
+FOREIGN_DATA_RULES = [
+    r
+    for r in MULTILINGUAL_INSTRUCTION_RULES
+    if r.id != "quoted-tool-name" and not r.id.startswith("call-named-tool-")
+]
 # Keys whose values are not text the model reads as prose (binary, identifiers, metadata).
 SKIP_KEYS = frozenset({"data", "blob", "mimeType", "type", "uri", "_meta", "annotations"})
 _SENTENCE_END = ".!?\n"
@@ -74,11 +84,21 @@ class ResponseInjectionGuard(Guard):
             disabled_families=options.disabled_families,
             unicode_weights={"invisible-text": 1.0, "homoglyph": 0.5},
             strict_unicode=False,
+            gates=[MARKER],  # in the same set pass: no extra pass over English results
+        )
+        self.foreign = ContentScanner(  # Unicode checks already ran on the whole text
+            FOREIGN_DATA_RULES,
+            disabled_families=[*options.disabled_families, "invisible-text", "homoglyph"],
         )
         self.threshold = options.threshold
 
     def scan_text(self, text: str, path: str = "$") -> TextVerdict:
-        findings = self.scanner.scan_text(text, path)
+        findings, gated = self.scanner.scan_text_gated(text, path)
+        for lo, hi in foreign_windows(text) if gated else ():
+            findings += [
+                Finding(f.family, f.rule, f.path, f.start + lo, f.end + lo, f.weight)
+                for f in self.foreign.scan_text(text[lo:hi], path)
+            ]
         return TextVerdict(path, score(findings), findings)
 
     def flagged_texts(self, payload: Any) -> list[TextVerdict]:

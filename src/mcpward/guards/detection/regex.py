@@ -134,7 +134,8 @@ class MultiPattern:
 
     def finditer(self, text: str, limit: int | Sequence[int] = 1000) -> Iterator[Hit]:
         """Every non-overlapping hit of every matching pattern, at most `limit` per pattern
-        (one number for all, or one per pattern).
+        (one number for all, or one per pattern; 0 yields one span-less Hit(index, -1, -1)
+        saying the pattern matches, without searching for it).
 
         The text is encoded once and searched as UTF-8 bytes (google-re2's str path re-maps
         offsets on every match, several times slower); spans come back in characters.
@@ -147,11 +148,14 @@ class MultiPattern:
             return
         chars = _CharOffsets(data, len(text))
         for index in matching:
+            most = limit if isinstance(limit, int) else limit[index]
+            if most == 0:
+                yield Hit(index, -1, -1)
+                continue
             compiled = self._compiled[index]
             if compiled is None:
                 compiled = self._compiled[index] = _single(self.patterns[index])
             ngroups = compiled.groups
-            most = limit if isinstance(limit, int) else limit[index]
             matches = compiled.finditer(data) if most != 1 else (compiled.search(data),)
             for count, match in enumerate(matches):
                 if count >= most or match is None:

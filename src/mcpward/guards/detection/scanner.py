@@ -105,7 +105,11 @@ class ContentScanner:
         strict_unicode: bool = True,
         name_rules: Sequence[Rule] = (),
         max_text_chars: int = 16 * 1024 * 1024,
+        gates: Sequence[str] = (),
     ) -> None:
+        """`gates`: patterns run in the same set pass as the rules, never findings themselves;
+        `scan_text_gated` says which of them match (a cheap signal for a second, costlier
+        scan)."""
         disabled = set(disabled_families)
         unknown = disabled - set(FAMILIES)
         if unknown:
@@ -120,8 +124,9 @@ class ContentScanner:
         self.unicode_weights = {k: v for k, v in weights.items() if k not in disabled}
         self.strict_unicode = strict_unicode
         self.max_text_chars = max_text_chars
-        self._multi = MultiPattern([r.pattern for r in self.rules])
+        self._multi = MultiPattern([r.pattern for r in self.rules] + list(gates))
         self._limits = [min(r.max_hits or _MAX_HITS, _MAX_HITS) for r in self.rules]
+        self._limits += [0] * len(gates)  # a gate only says that it matches
         self._names = MultiPattern([r.pattern for r in self.name_rules])
         # Fields joined by newlines can be prefiltered with one set pass: every built-in word
         # edge or `^` treats a newline as a boundary. A custom pattern might anchor at \A or
@@ -129,27 +134,31 @@ class ContentScanner:
         self._joinable = not custom
 
     def scan_text(self, text: str, path: str = "$") -> list[Finding]:
+        return self._scan_text(text, path, with_rules=True)[0]
+
+    def scan_text_gated(self, text: str, path: str = "$") -> tuple[list[Finding], set[int]]:
+        """Findings, and the indices (into `gates`) of the gates that match."""
         return self._scan_text(text, path, with_rules=True)
 
-    def _scan_text(self, text: str, path: str, with_rules: bool) -> list[Finding]:
+    def _scan_text(self, text: str, path: str, with_rules: bool) -> tuple[list[Finding], set[int]]:
         if len(text) > self.max_text_chars:
             text = text[: self.max_text_chars]
-        findings = (
-            [
-                Finding(r.family, r.id, path, hit.start, hit.end, r.weight)
-                for hit in self._multi.finditer(text, limit=self._limits)
-                for r in (self.rules[hit.index],)
-            ]
-            if with_rules
-            else []
-        )
+        findings: list[Finding] = []
+        gated: set[int] = set()
+        if with_rules:
+            for found in self._multi.finditer(text, limit=self._limits):
+                if found.index >= len(self.rules):
+                    gated.add(found.index - len(self.rules))
+                    continue
+                r = self.rules[found.index]
+                findings.append(Finding(r.family, r.id, path, found.start, found.end, r.weight))
         if self.unicode_weights and not text.isascii():
             for hit in smuggling_hits(text, strict=self.strict_unicode):
                 family = _UNICODE_FAMILY[hit.rule]
                 weight = self.unicode_weights.get(family)
                 if weight is not None:
                     findings.append(Finding(family, hit.rule, path, hit.start, hit.end, weight))
-        return findings
+        return findings, gated
 
     def scan_name(self, name: str, path: str) -> list[Finding]:
         return self.scan_fields([FieldText(path, name, is_name=True)])
@@ -173,7 +182,7 @@ class ContentScanner:
                     for hit in self._names.finditer(field.text, limit=5)
                     for r in (self.name_rules[hit.index],)
                 ]
-            findings += self._scan_text(field.text, field.path, with_rules)
+            findings += self._scan_text(field.text, field.path, with_rules)[0]
         return findings
 
     def scan_definition(self, item: Any) -> list[Finding]:
