@@ -382,6 +382,8 @@ def evaluate_response_injection(corpora: Path, splits: Sequence[Split] = SPLITS)
                 Confusion(tp=hits, fn=len(alone) - hits),
             )
         )
+    if "dev" in splits:
+        rows.append(_multilingual_data_row(flagged))
     if "test" not in splits:
         return rows  # the 14 tool outputs have no dev side: only the full run measures them
     outputs = C.malicious_tool_outputs(corpora)
@@ -395,6 +397,32 @@ def evaluate_response_injection(corpora: Path, splits: Sequence[Split] = SPLITS)
         )
     )
     return rows
+
+
+def _multilingual_data_row(flagged: Callable[[str], bool]) -> Row:
+    """Our multilingual definitions' prose pasted into an English tool output as returned data
+    (development only). Tool-choice wording (preference manipulation, a named tool) is a
+    definition's family, not data's, so fewer poisoned texts count here than in tool_poisoning."""
+    filler = "Query returned 3 rows in 12 ms; see https://example.com/r/1 for the full page.\n"
+    examples = synthetic.multilingual_definitions()
+
+    def text(e: synthetic.LabelledDefinition) -> str:
+        return filler + str(e.tool.get("description") or "") + "\n" + filler
+
+    counts, missed = _count(
+        examples,
+        lambda e: e.poisoned,
+        lambda e: flagged(text(e)),
+        lambda e: f"{e.lang}/{e.family or 'benign'}/{e.tool.get('name')}",
+    )
+    return Row(
+        "response_injection",
+        "synthetic multilingual instructions inside an English tool output",
+        "dev",
+        counts,
+        note="written by us; a development number, not a measurement",
+        missed=missed,
+    )
 
 
 def _batches(splits: Sequence[Split]) -> list[str]:

@@ -11,11 +11,12 @@ from mcpward.guards.detection.regex import compile_pattern
 
 # Function words and the words for user/tool, per language, chosen to be rare in English.
 _WORDS = (
-    "el|los|las|del|para|que|una|por|est[aá]|usuari[oa]s?|herramientas?|"  # es
-    "les|des|une|est|pour|avec|vous|dans|utilisat(?:eur|rice)s?|outils?|"  # fr
-    "der|die|das|und|nicht|ist|mit|f[uü]r|sie|benutzer[sn]?|werkzeugs?|"  # de
-    "n[aã]o|voc[eê]|tamb[eé]m|dos|usu[aá]rios?|ferramentas?|"  # pt
-    "il|che|non|della|per|gli|sono|utenti?|strument[oi]"  # it
+    "el|la|los|las|del|de|para|que|una|por|con|est[aá]|usuari[oa]s?|herramientas?|"  # es
+    "le|les|des|du|et|au|aux|une|est|pour|avec|vous|dans|utilisat(?:eur|rice)s?|outils?|"  # fr
+    "der|die|das|den|dem|und|nicht|nichts|ist|mit|f[uü]r|sie|ein|eine|von|dass|"  # de
+    "benutzer[sn]?|nutzer[sn]?|werkzeugs?|"  # de
+    "n[aã]o|voc[eê]|tamb[eé]m|dos|da|em|um|todas?|usu[aá]rios?|ferramentas?|"  # pt
+    "il|di|della|dell|che|non|per|gli|sono|lo|allo|utenti?|strument[oi]"  # it
 )
 MARKER = (
     r"(?i)(?:^|[^0-9A-Za-z_\x{C0}-\x{24F}])(" + _WORDS + r")(?:$|[^0-9A-Za-z_\x{C0}-\x{24F}])"
