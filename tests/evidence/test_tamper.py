@@ -322,9 +322,7 @@ def test_empty_and_unsigned(tmp_path: Path) -> None:
 def test_emptied_ledger_with_a_checkpoint_is_truncated(paths: EvidencePaths) -> None:
     with attacker(paths.ledger) as conn:
         conn.execute("DELETE FROM ledger_entries")
-    expect(
-        verify(paths), LedgerState.TRUNCATED, VerifyReason.FEWER_ENTRIES_THAN_CHECKPOINT, 0
-    )
+    expect(verify(paths), LedgerState.TRUNCATED, VerifyReason.FEWER_ENTRIES_THAN_CHECKPOINT, 0)
 
 
 def test_the_append_only_triggers_refuse_casual_edits(paths: EvidencePaths) -> None:

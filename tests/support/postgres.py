@@ -111,9 +111,7 @@ class PostgresCluster:
             f"-c unix_socket_directories={self.sockets} -c fsync=on "
             "-c max_connections=200 -c shared_buffers=64MB"
         )
-        self._run(
-            "pg_ctl", "-D", str(self.data), "-l", str(self.log), "-o", options, "-w", "start"
-        )
+        self._run("pg_ctl", "-D", str(self.data), "-l", str(self.log), "-o", options, "-w", "start")
 
     def stop(self, mode: str = "fast") -> None:
         self._run("pg_ctl", "-D", str(self.data), "-m", mode, "-w", "stop", check=False)

@@ -370,9 +370,7 @@ class LedgerWriter:
         now = time.monotonic()
         if now - self._outage_logged >= OUTAGE_LOG_EVERY_S:
             lost = "" if waiters else " (batched: their answers were already sent)"
-            log.error(
-                "ledger database unavailable, %d receipt(s) refused%s: %s", count, lost, exc
-            )
+            log.error("ledger database unavailable, %d receipt(s) refused%s: %s", count, lost, exc)
             self._outage_logged = now
         resolve(waiters, EvidenceUnavailable(f"receipt not committed: {exc}"))
 
