@@ -225,11 +225,13 @@ class SdkSessionConnection(UpstreamConnection):
                 method,
                 type(exc).__name__,
             )
-            reply = jsonrpc.error(
-                request_id,
-                errors.UPSTREAM_UNAVAILABLE,
-                f"upstream {self.upstream_id!r} unavailable: the SDK session could not send it",
-                {"upstream": self.upstream_id, "reason": UpstreamFailure.NOT_CONNECTED.value},
+            reply = errors.made_by_gateway(
+                jsonrpc.error(
+                    request_id,
+                    errors.UPSTREAM_UNAVAILABLE,
+                    f"upstream {self.upstream_id!r} unavailable: the SDK session could not send it",
+                    {"upstream": self.upstream_id, "reason": UpstreamFailure.NOT_CONNECTED.value},
+                )
             )
         else:
             reply = jsonrpc.result(request_id, raw)

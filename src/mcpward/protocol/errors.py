@@ -6,6 +6,7 @@ Also the closed vocabulary of reasons an upstream is unusable.
 from __future__ import annotations
 
 from enum import Enum
+from typing import Any
 
 PARSE_ERROR = -32700
 INVALID_REQUEST = -32600
@@ -36,3 +37,16 @@ class UpstreamFailure(str, Enum):
     RESTARTING = "restarting"
     SHUTTING_DOWN = "shutting_down"
     CAPACITY = "capacity"  # a cap on upstream processes is reached; retry later
+
+
+# Set by our own upstream connectors on an error they make up (an upstream that could not be
+# reached), so the relay keeps its gateway code: the value is a Python object, which no parsed JSON
+# can be, so an upstream cannot claim it (relay/foreign_codes.py re-codes every other one).
+MADE_BY_GATEWAY_KEY = "__mcpward_made__"
+MADE_BY_GATEWAY = object()
+
+
+def made_by_gateway(message: dict[str, Any]) -> dict[str, Any]:
+    """Mark an error a connector makes up itself, so it keeps the gateway's code."""
+    message[MADE_BY_GATEWAY_KEY] = MADE_BY_GATEWAY
+    return message

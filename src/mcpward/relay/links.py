@@ -17,6 +17,7 @@ from typing import Any
 from mcpward.config.models import RestartPolicy
 from mcpward.protocol import jsonrpc, methods
 from mcpward.protocol.errors import UpstreamFailure
+from mcpward.relay.foreign_codes import without_gateway_codes
 from mcpward.telemetry.metrics import GatewayMetrics
 from mcpward.transport.upstream import UpstreamConnection, UpstreamUnavailable
 
@@ -164,7 +165,7 @@ class UpstreamLink:
                 future = self._pending.pop(message.get("id"), None)  # type: ignore[arg-type]
                 if future is not None:
                     if not future.done():
-                        future.set_result(message)
+                        future.set_result(without_gateway_codes(message))
                     continue
             try:
                 await self._on_message(self, message, related)

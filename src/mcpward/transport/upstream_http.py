@@ -368,11 +368,14 @@ class HttpUpstreamConnection(UpstreamConnection):
                 self._deliver(parsed, method, request_id)
                 return None, 0.0
         self._queue(
-            jsonrpc.error(
-                request_id,
-                errors.UPSTREAM_UNAVAILABLE,
-                f"upstream {self.upstream_id!r} answered HTTP {status} without a JSON-RPC answer",
-                {"upstream": self.upstream_id, "reason": UpstreamFailure.UNPARSEABLE.value},
+            errors.made_by_gateway(
+                jsonrpc.error(
+                    request_id,
+                    errors.UPSTREAM_UNAVAILABLE,
+                    f"upstream {self.upstream_id!r} answered HTTP {status} "
+                    "without a JSON-RPC answer",
+                    {"upstream": self.upstream_id, "reason": UpstreamFailure.UNPARSEABLE.value},
+                )
             )
         )
         return None, 0.0
@@ -432,11 +435,13 @@ class HttpUpstreamConnection(UpstreamConnection):
     def _deliver_failure(self, request_id: Any, reason: UpstreamFailure, detail: str) -> None:
         log.info("upstream %s: request failed: %s (%s)", self.upstream_id, reason.value, detail)
         self._queue(
-            jsonrpc.error(
-                request_id,
-                errors.UPSTREAM_UNAVAILABLE,
-                f"upstream {self.upstream_id!r} unavailable: {reason.value}",
-                {"upstream": self.upstream_id, "reason": reason.value},
+            errors.made_by_gateway(
+                jsonrpc.error(
+                    request_id,
+                    errors.UPSTREAM_UNAVAILABLE,
+                    f"upstream {self.upstream_id!r} unavailable: {reason.value}",
+                    {"upstream": self.upstream_id, "reason": reason.value},
+                )
             )
         )
 
