@@ -94,7 +94,12 @@ class PgPool:
             if time.monotonic() < self._retry_at:
                 raise PostgresUnavailable(self._down)
             self._retry_at = time.monotonic() + RETRY_AFTER_S  # one prober at a time
-        probe = self.connect_direct()  # raises PostgresUnavailable while the server is away
+        try:
+            probe = self.connect_direct()
+        except PostgresUnavailable as exc:  # still away: the next probe is RETRY_AFTER_S away
+            with self._state_lock:
+                self._down = str(exc)
+            raise
         probe.close()
         with self._state_lock:
             old, self.pool = self.pool, self._new_pool()
@@ -106,10 +111,9 @@ class PgPool:
     def connection(self) -> Iterator[psycopg.Connection[tuple[object, ...]]]:
         """A checked connection in autocommit mode; use `conn.transaction()` for atomic work."""
         if self._down is not None:
-            try:
-                self._revive()
-            except PostgresUnavailable as exc:
-                raise self._mark_down(str(exc)) from None
+            # fails fast, or probes; a refusal must not push the next probe further away, or
+            # steady calls (a loaded gateway) would keep it from ever running
+            self._revive()
         try:
             with self.pool.connection(timeout=self.timeout) as conn:
                 yield conn
