@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-import ipaddress
 import logging
 import time
 from functools import lru_cache
@@ -25,6 +24,7 @@ from mcpward.guards.wasm.decode import (
     decode_deny,
     decode_modify_action,
 )
+from mcpward.hosts import is_loopback_host
 from mcpward.pipeline.context import GuardContext, Identity
 from mcpward.pipeline.decisions import Allow, Decision, Modify
 from mcpward.pipeline.guard import Guard
@@ -136,15 +136,6 @@ class HookError(Exception):
     """The hook gave no usable answer; the guard's failure mode decides."""
 
 
-def _loopback_host(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
-
-
 class HttpHookOptions(BaseModel):
     """The `config` block of a `kind: http_hook` guard."""
 
@@ -168,7 +159,7 @@ class HttpHookOptions(BaseModel):
             raise ValueError("url must be an http:// or https:// URL with a host")
         if parts.username or parts.password:
             raise ValueError("url must not carry credentials; the hook authenticates the signature")
-        if parts.scheme == "http" and not _loopback_host(parts.hostname):
+        if parts.scheme == "http" and not is_loopback_host(parts.hostname):
             raise ValueError(
                 "a hook off this host must use https:// (the body carries arguments and results)"
             )
@@ -222,7 +213,7 @@ class HttpHookGuard(Guard):
         """
         host = urlsplit(self.options.url).hostname or ""
         allow = list(self.options.allow_private)
-        if _loopback_host(host):
+        if is_loopback_host(host):
             allow += ["127.0.0.0/8", "::1/128"] if host == "localhost" else [host.strip("[]")]
         client: httpx.AsyncClient = services.http_client(allow, self.spec.timeout_ms / 1000.0)
         return client

@@ -3,13 +3,13 @@ deadline, caps and triggers. Absent means off: nothing is ever sent anywhere."""
 
 from __future__ import annotations
 
-import ipaddress
 from enum import StrEnum
 from typing import Literal
 from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from mcpward.hosts import is_loopback_host
 from mcpward.secret_refs import SecretRef
 
 MAX_DEADLINE_S = 30.0
@@ -21,15 +21,6 @@ class Trigger(StrEnum):
     DESCRIPTION_REWRITTEN = "description_rewritten"  # agent-read text rewritten, no marker
     OPTIONAL_PARAM_ASKS_FOR_DATA = "optional_param_asks_for_data"  # a new optional parameter
     POISONING_BELOW_THRESHOLD = "poisoning_below_threshold"  # weak poisoning findings grew
-
-
-def _loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
 
 
 class ConsultSettings(BaseModel):
@@ -94,7 +85,8 @@ class ConsultSettings(BaseModel):
     def _plain_http_stays_near(self) -> ConsultSettings:
         host = urlsplit(self.url).hostname or ""
         if urlsplit(self.url).scheme == "http" and not (
-            _loopback(host) or host.strip("[]") in {a.split("/")[0] for a in self.allow_private}
+            is_loopback_host(host)
+            or host.strip("[]") in {a.split("/")[0] for a in self.allow_private}
         ):
             raise ValueError(
                 "url: a consult endpoint off this host must use https:// (the request carries "

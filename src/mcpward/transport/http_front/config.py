@@ -4,11 +4,11 @@
 
 from __future__ import annotations
 
-import ipaddress
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from mcpward.hosts import is_loopback_host
 from mcpward.identity.models import OAuthSettings, StaticToken
 from mcpward.secret_refs import SecretRef
 
@@ -70,15 +70,6 @@ class HttpFront(BaseModel):
     def _posture(self) -> HttpFront:
         check_posture(self)
         return self
-
-
-def is_loopback_host(host: str) -> bool:
-    if host.lower() == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
 
 
 def check_posture(front: HttpFront) -> None:
