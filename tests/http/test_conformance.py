@@ -53,7 +53,13 @@ class Targets:
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def targets(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Targets]:
     directory = tmp_path_factory.mktemp("conformance")
-    async with fixture_upstream() as upstream, credential_injector(TOKEN) as relay:
+    # Two upstreams: the direct and the gateway runs go concurrently, and one suite's
+    # list_changed test adds and removes a tool that the other's tools-list would then see.
+    async with (
+        fixture_upstream() as direct,
+        fixture_upstream() as upstream,
+        credential_injector(TOKEN) as relay,
+    ):
         hosts = [f"127.0.0.1:{relay.port}", f"localhost:{relay.port}"]
         front = {
             "tokens": [token_entry(TOKEN, "conformance")],
@@ -64,7 +70,7 @@ async def targets(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Tar
         # guards=None: the built-in default guards, as a plain deployment would run them.
         async with gateway_front(upstreams, directory / "state", front) as (_, url):
             relay.target_port = urlsplit(url).port or 0
-            yield Targets(upstream, f"http://127.0.0.1:{relay.port}/mcp", directory)
+            yield Targets(direct, f"http://127.0.0.1:{relay.port}/mcp", directory)
 
 
 async def run_suite(
