@@ -71,6 +71,14 @@ async def _form(request: Request) -> dict[str, str]:
     return {k: v[0] for k, v in parsed.items()}
 
 
+async def _bounded_form(request: Request) -> dict[str, str] | Response:
+    """The request's form, or a 413 when it is larger than MAX_FORM_BYTES."""
+    try:
+        return await _form(request)
+    except FormTooLarge:
+        return PlainTextResponse("form too large", status_code=413)
+
+
 def _operator(value: str | None) -> str | None:
     name = (value or "").strip()
     if not name:
@@ -143,6 +151,20 @@ class Console:
             "admin credential required", status_code=401, headers={"www-authenticate": "Bearer"}
         )
 
+    async def _checked_form(
+        self, request: Request
+    ) -> tuple[ConsoleSession, dict[str, str]] | Response:
+        """The signed-in session and its CSRF-checked form, or the response refusing them."""
+        session = self.session(request)
+        if session is None:
+            return self._denied(request)
+        form = await _bounded_form(request)
+        if isinstance(form, Response):
+            return form
+        if not self._csrf_ok(session, form):
+            return PlainTextResponse("CSRF token missing or wrong", status_code=403)
+        return session, form
+
     def _csrf_ok(self, session: ConsoleSession, form: dict[str, str]) -> bool:
         if session.session_id == "bearer":
             return True  # a bearer header is not ambient: a cross-site page cannot send it
@@ -176,10 +198,9 @@ class Console:
     async def login(self, request: Request) -> Response:
         if self._too_many_failures():
             return PlainTextResponse("too many failed logins; wait a minute", status_code=429)
-        try:
-            form = await _form(request)
-        except FormTooLarge:
-            return PlainTextResponse("form too large", status_code=413)
+        form = await _bounded_form(request)
+        if isinstance(form, Response):
+            return form
         cookie_nonce = request.cookies.get(LOGIN_COOKIE)
         nonce = self.auth.read_session(cookie_nonce)
         if nonce is None or form.get("nonce") != cookie_nonce:
@@ -201,15 +222,9 @@ class Console:
         return response
 
     async def logout(self, request: Request) -> Response:
-        session = self.session(request)
-        if session is None:
-            return self._denied(request)
-        try:
-            form = await _form(request)
-        except FormTooLarge:
-            return PlainTextResponse("form too large", status_code=413)
-        if not self._csrf_ok(session, form):
-            return PlainTextResponse("CSRF token missing or wrong", status_code=403)
+        checked = await self._checked_form(request)
+        if isinstance(checked, Response):
+            return checked
         response = RedirectResponse(f"{self.base(request)}/login", status_code=303)
         response.delete_cookie(SESSION_COOKIE, path=self.base(request) or "/")
         return response
@@ -241,15 +256,10 @@ class Console:
         )
 
     async def review(self, request: Request) -> Response:
-        session = self.session(request)
-        if session is None:
-            return self._denied(request)
-        try:
-            form = await _form(request)
-        except FormTooLarge:
-            return PlainTextResponse("form too large", status_code=413)
-        if not self._csrf_ok(session, form):
-            return PlainTextResponse("CSRF token missing or wrong", status_code=403)
+        checked = await self._checked_form(request)
+        if isinstance(checked, Response):
+            return checked
+        session, form = checked
         try:
             action = ReviewAction(form.get("action", ""))
         except ValueError:
