@@ -24,7 +24,7 @@ from mcpward.guards.wasm.decode import (
     decode_deny,
     decode_modify_action,
 )
-from mcpward.hosts import is_loopback_host
+from mcpward.hosts import checked_service_url, is_loopback_host
 from mcpward.pipeline.context import GuardContext, Identity
 from mcpward.pipeline.decisions import Allow, Decision, Modify
 from mcpward.pipeline.guard import Guard
@@ -154,12 +154,9 @@ class HttpHookOptions(BaseModel):
     @field_validator("url")
     @classmethod
     def _usable_url(cls, value: str) -> str:
+        checked_service_url(value, "the hook authenticates the signature")
         parts = urlsplit(value)
-        if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise ValueError("url must be an http:// or https:// URL with a host")
-        if parts.username or parts.password:
-            raise ValueError("url must not carry credentials; the hook authenticates the signature")
-        if parts.scheme == "http" and not is_loopback_host(parts.hostname):
+        if parts.scheme == "http" and not is_loopback_host(parts.hostname or ""):
             raise ValueError(
                 "a hook off this host must use https:// (the body carries arguments and results)"
             )

@@ -9,7 +9,7 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from mcpward.hosts import is_loopback_host
+from mcpward.hosts import checked_service_url, is_loopback_host
 from mcpward.secret_refs import SecretRef
 
 MAX_DEADLINE_S = 30.0
@@ -74,12 +74,7 @@ class ConsultSettings(BaseModel):
     @field_validator("url")
     @classmethod
     def _usable_url(cls, value: str) -> str:
-        parts = urlsplit(value)
-        if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise ValueError("url must be an http:// or https:// URL with a host")
-        if parts.username or parts.password:
-            raise ValueError("url must not carry credentials; use api_key (env or file)")
-        return value
+        return checked_service_url(value, "use api_key (env or file)")
 
     @model_validator(mode="after")
     def _plain_http_stays_near(self) -> ConsultSettings:
