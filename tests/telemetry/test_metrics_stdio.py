@@ -8,6 +8,7 @@ import asyncio
 import sys
 from pathlib import Path
 
+import httpx
 import pytest
 from mcp.client.stdio import StdioServerParameters
 from mcp.shared.exceptions import MCPError
@@ -15,8 +16,15 @@ from typer.testing import CliRunner
 
 from mcpward.cli.main import build_app
 from mcpward.demo.server import write_control
+from mcpward.secret_refs import SecretRef
 from mcpward.telemetry.labels import INVALID, OTHER, UNLISTED
+from mcpward.telemetry.settings import TelemetrySettings
 from mcpward.testing.rawpeer import RawPeer
+from mcpward.transport.metrics_listener import (
+    MetricsListenerRefused,
+    listen_address,
+    metrics_token,
+)
 from tests.support.gateway import (
     demo_upstream,
     gateway_argv,
@@ -135,3 +143,41 @@ def test_metrics_address_refusals(tmp_path: Path) -> None:
     assert done.exit_code == 2 and "is loopback" in done.output
     done = runner.invoke(app, ["run", "--config", config, "--metrics", "not an address"])
     assert done.exit_code == 2 and "--metrics takes HOST:PORT" in done.output
+
+
+async def test_a_metrics_token_is_asked_for(tmp_path: Path) -> None:
+    token = "metrics-token-0123456789abcdef"
+    token_file = tmp_path / "metrics.token"
+    token_file.write_text(token + "\n")
+    config = write_gateway_config(tmp_path, [demo_upstream()], guards=[])
+    port = free_port()
+    argv = [*gateway_argv(config), "--metrics", f"127.0.0.1:{port}"]
+    argv += ["--metrics-token-file", str(token_file)]
+    params = StdioServerParameters(command=argv[0], args=argv[1:])
+    url = f"http://127.0.0.1:{port}/metrics"
+    async with open_client(params, mode="legacy") as client:
+        await client.list_tools()
+        assert not (await client.call_tool("echo", {"message": "one"})).is_error
+        got = await scrape(url, token=token)
+        assert got.value("mcpward_tool_calls_total") == 1
+        async with httpx.AsyncClient(timeout=10) as http:
+            for headers in ({}, {"authorization": "Bearer wrong-token-0123456789"}):
+                refused = await http.get(url, headers=headers)
+                assert refused.status_code == 401
+                assert refused.headers["www-authenticate"].startswith("Bearer")
+                assert "mcpward_" not in refused.text
+
+
+def test_a_non_loopback_listener_needs_a_token(tmp_path: Path) -> None:
+    settings = TelemetrySettings(metrics_listen="0.0.0.0:9464", metrics_allow_non_loopback=True)
+    with pytest.raises(MetricsListenerRefused, match="metrics_token"):
+        listen_address(settings)
+    short = tmp_path / "short.token"
+    short.write_text("short")
+    with_token = settings.model_copy(update={"metrics_token": SecretRef(file=short)})
+    assert listen_address(with_token) == ("0.0.0.0", 9464)
+    with pytest.raises(MetricsListenerRefused, match="at least 16"):
+        metrics_token(with_token)
+    missing = settings.model_copy(update={"metrics_token": SecretRef(env="MCPWARD_NO_SUCH_VAR")})
+    with pytest.raises(MetricsListenerRefused, match="MCPWARD_NO_SUCH_VAR"):
+        metrics_token(missing)

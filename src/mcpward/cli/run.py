@@ -83,8 +83,11 @@ async def run_gateway(loaded: LoadedConfig) -> None:
         await gateway.close()
 
 
-def with_metrics(loaded: LoadedConfig, address: str, allow_non_loopback: bool) -> LoadedConfig:
-    """The config with `--metrics ADDRESS` as telemetry.metrics_listen (stdio mode only)."""
+def with_metrics(
+    loaded: LoadedConfig, address: str, allow_non_loopback: bool, token_file: Path | None = None
+) -> LoadedConfig:
+    """The config with `--metrics ADDRESS` as telemetry.metrics_listen (stdio mode only), and
+    `--metrics-token-file` as its bearer token."""
     from mcpward.telemetry.settings import TelemetrySettings
     from mcpward.transport.http_front.config import HttpFront
     from mcpward.transport.metrics_listener import MetricsListenerRefused
@@ -96,6 +99,8 @@ def with_metrics(loaded: LoadedConfig, address: str, allow_non_loopback: bool) -
         )
     data = loaded.config.telemetry.model_dump()
     data.update(metrics_listen=address, metrics_allow_non_loopback=allow_non_loopback)
+    if token_file is not None:
+        data["metrics_token"] = {"file": token_file}
     try:
         telemetry = TelemetrySettings.model_validate(data)
     except ValueError:
@@ -152,7 +157,12 @@ def register(app: typer.Typer) -> None:
         metrics_allow_non_loopback: bool = typer.Option(
             False,
             "--metrics-allow-non-loopback",
-            help="Acknowledge a non-loopback --metrics address.",
+            help="Acknowledge a non-loopback --metrics address (needs --metrics-token-file).",
+        ),
+        metrics_token_file: Path | None = typer.Option(
+            None,
+            "--metrics-token-file",
+            help="stdio mode: /metrics asks for this bearer token (required off loopback).",
         ),
         log_level: str = typer.Option("info", "--log-level", help="debug, info, warning, error."),
         log_file: Path | None = typer.Option(
@@ -164,7 +174,11 @@ def register(app: typer.Typer) -> None:
 
         from mcpward.relay.gateway import GatewayStartError
         from mcpward.transport.http_front.config import HttpFrontRefused
-        from mcpward.transport.metrics_listener import MetricsListenerRefused, listen_address
+        from mcpward.transport.metrics_listener import (
+            MetricsListenerRefused,
+            listen_address,
+            metrics_token,
+        )
 
         if (config is None) == (not command):
             raise _fail("give either --config FILE or `-- COMMAND [ARGS…]` (not both)")
@@ -191,13 +205,18 @@ def register(app: typer.Typer) -> None:
             raise typer.Exit(2) from None
         except HttpFrontRefused as exc:
             raise _fail(str(exc)) from None
-        if metrics is None and metrics_allow_non_loopback:
-            raise _fail("--metrics-allow-non-loopback needs --metrics HOST:PORT")
+        if metrics is None and (metrics_allow_non_loopback or metrics_token_file is not None):
+            raise _fail(
+                "--metrics-allow-non-loopback and --metrics-token-file need --metrics HOST:PORT"
+            )
         try:
             if metrics is not None:
-                loaded = with_metrics(loaded, metrics, metrics_allow_non_loopback)
+                loaded = with_metrics(
+                    loaded, metrics, metrics_allow_non_loopback, metrics_token_file
+                )
             if loaded.config.telemetry.metrics_listen is not None:
                 listen_address(loaded.config.telemetry)  # refused here, before anything starts
+                metrics_token(loaded.config.telemetry)
         except MetricsListenerRefused as exc:
             raise _fail(str(exc)) from None
         settings = loaded.config.logging

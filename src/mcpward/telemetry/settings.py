@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from mcpward.secret_refs import SecretRef
 from mcpward.telemetry.labels import DEFAULT_TOOL_CAP
 
 
@@ -21,6 +22,11 @@ class TelemetrySettings(BaseModel):
     metrics_allow_non_loopback: bool = Field(
         default=False,
         description="The explicit acknowledgement that metrics_listen is not a loopback address.",
+    )
+    metrics_token: SecretRef | None = Field(
+        default=None,
+        description="stdio mode: a bearer token (env or file) the scraper must send to "
+        "metrics_listen. Optional on loopback, required off it.",
     )
     otlp_endpoint: str | None = Field(
         default=None,

@@ -1,11 +1,13 @@
 """stdio mode's `/metrics` listener (`mcpward run --metrics 127.0.0.1:PORT`): a small uvicorn
-server on loopback unless the non-loopback address is explicitly acknowledged.
+server on loopback unless the non-loopback address is explicitly acknowledged, and then only with
+a bearer token (`telemetry.metrics_token`), which may also be asked for on loopback.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import hmac
 import logging
 import socket
 from collections.abc import AsyncIterator
@@ -13,9 +15,10 @@ from typing import Any
 
 import uvicorn
 
+from mcpward.hosts import is_loopback_host
+from mcpward.secret_refs import SecretUnavailable, resolve_secret
 from mcpward.telemetry.metrics import GatewayMetrics
 from mcpward.telemetry.settings import TelemetrySettings
-from mcpward.transport.http_front.config import is_loopback_host
 from mcpward.transport.http_front.responses import Receive, Scope, Send, send_body, send_status
 from mcpward.transport.http_front.server import _Server, parse_http_address
 
@@ -44,6 +47,11 @@ def listen_address(settings: TelemetrySettings) -> tuple[str, int]:
             "acknowledgement is missing: also set telemetry.metrics_allow_non_loopback: true "
             "(command line: --metrics-allow-non-loopback)"
         )
+    if not loopback and settings.metrics_token is None:
+        raise MetricsListenerRefused(
+            f"telemetry.metrics_listen {host!r} is not a loopback address: set "
+            "telemetry.metrics_token (env or file) so that only your scraper can read /metrics"
+        )
     if loopback and settings.metrics_allow_non_loopback:
         raise MetricsListenerRefused(
             "telemetry.metrics_allow_non_loopback is set but telemetry.metrics_listen "
@@ -52,11 +60,32 @@ def listen_address(settings: TelemetrySettings) -> tuple[str, int]:
     return host, port
 
 
-class MetricsApp:
-    """GET /metrics and nothing else."""
+def metrics_token(settings: TelemetrySettings) -> bytes | None:
+    """The bearer token the listener asks for (None: none configured)."""
+    if settings.metrics_token is None:
+        return None
+    try:
+        token = resolve_secret(settings.metrics_token)
+    except SecretUnavailable as exc:
+        raise MetricsListenerRefused(f"telemetry.metrics_token: {exc}") from None
+    if len(token) < 16:
+        raise MetricsListenerRefused("telemetry.metrics_token must be at least 16 characters")
+    return token.encode()
 
-    def __init__(self, metrics: GatewayMetrics) -> None:
+
+def _bearer(scope: Scope) -> bytes:
+    for name, value in scope.get("headers", ()):
+        if name == b"authorization" and value[:7].lower() == b"bearer ":
+            return bytes(value[7:]).strip()
+    return b""
+
+
+class MetricsApp:
+    """GET /metrics and nothing else; with a token, only to a request that bears it."""
+
+    def __init__(self, metrics: GatewayMetrics, token: bytes | None = None) -> None:
         self.metrics = metrics
+        self.token = token
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -66,6 +95,10 @@ class MetricsApp:
             return
         if scope["method"] not in ("GET", "HEAD"):
             await send_status(send, 405, b"Method Not Allowed", [(b"allow", b"GET")])
+            return
+        if self.token is not None and not hmac.compare_digest(_bearer(scope), self.token):
+            challenge = [(b"www-authenticate", b'Bearer realm="mcpward-metrics"')]
+            await send_status(send, 401, b"Unauthorized", challenge)
             return
         body, content_type = await asyncio.to_thread(self.metrics.render)
         await send_body(send, 200, body, content_type.encode("ascii"))
@@ -93,9 +126,10 @@ async def metrics_listener(
 ) -> AsyncIterator[str]:
     """Serve /metrics while the block runs; yields its URL."""
     host, port = listen_address(settings)
+    token = metrics_token(settings)
     sock = _bind(host, port)
     config: Any = uvicorn.Config(
-        MetricsApp(metrics),
+        MetricsApp(metrics, token),
         lifespan="off",
         log_level="warning",
         access_log=False,
