@@ -30,6 +30,7 @@ COMMANDS = {
     "redact": "mcpward.cli.scan",
     "eval": "mcpward.cli.scan",
     "token": "mcpward.cli.token_cmd",
+    "clients": "mcpward.cli.clients_cmd",
     "wire": "mcpward.cli.wire",
     "unwire": "mcpward.cli.wire",
     "doctor": "mcpward.cli.doctor",

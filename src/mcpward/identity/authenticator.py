@@ -4,13 +4,15 @@ or an AuthFailure that says what `WWW-Authenticate` challenge to answer with.
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from mcpward.identity.client_records import ClientRecordSet, ClientRecordsUnavailable
 from mcpward.identity.consent import CEILING_CLAIM, ConsentCeiling
 from mcpward.identity.models import OAuthSettings, StaticToken
-from mcpward.identity.oauth import JwtVerifier, TokenRejected
+from mcpward.identity.oauth import JwtVerifier, TokenRejected, merge_roles
 from mcpward.identity.revocations import RevocationSet, RevocationUnavailable
 from mcpward.identity.tokens import StaticTokenTable, hash_token
 from mcpward.pipeline.context import Identity
@@ -18,11 +20,14 @@ from mcpward.pipeline.context import Identity
 # RFC 6750 b64token
 _BEARER = re.compile(r"^[Bb][Ee][Aa][Rr][Ee][Rr] +([A-Za-z0-9\-._~+/]+=*) *$")
 AUTH_CLAIM = "mcpward.auth"
+log = logging.getLogger("mcpward.identity")
 
 
 @dataclass(frozen=True, slots=True)
 class Principal:
-    """An authenticated client. `binding` is what a session is bound to (never the token)."""
+    """An authenticated client. `binding` is what a session is bound to (never the token): the
+    credential and the roles and ceiling it had, so a changed client record ends the sessions
+    opened under the old one (the client starts a new session, under the new record)."""
 
     identity: Identity
     ceiling: ConsentCeiling
@@ -59,13 +64,15 @@ class NoCredentialConfigured(ValueError):
 
 
 class Authenticator:
-    """Static tokens are tried first (constant-time), then JWT verification if OAuth is on."""
+    """Static tokens are tried first (constant-time), then JWT verification if OAuth is on.
+    `records` (the store's client records) replace a client's configured roles or ceiling."""
 
     def __init__(
         self,
         tokens: Sequence[StaticToken],
         oauth: OAuthSettings | None = None,
         revocations: RevocationSet | None = None,
+        records: ClientRecordSet | None = None,
     ) -> None:
         if not tokens and oauth is None:
             raise NoCredentialConfigured(
@@ -76,6 +83,7 @@ class Authenticator:
         self._jwt = JwtVerifier(oauth) if oauth is not None else None
         self.oauth = oauth
         self._revocations = revocations
+        self._records = records
 
     def _refuse_revoked(self, client_id: str | None, token: str) -> None:
         """401 for a revoked client or token; also when revocations cannot be read (fail closed)."""
@@ -89,6 +97,22 @@ class Authenticator:
             ) from None
         if revoked:
             raise AuthFailure(401, "token revoked", error="invalid_token")
+
+    def _recorded(
+        self, client_id: str | None, roles: Sequence[str], ceiling: ConsentCeiling
+    ) -> tuple[tuple[str, ...], ConsentCeiling]:
+        """The client's roles and ceiling after its stored record; 401 when the records cannot
+        be read or its record fails its check (fail closed)."""
+        if self._records is None or client_id is None:
+            return tuple(roles), ceiling
+        try:
+            stored = self._records.record(client_id)
+        except ClientRecordsUnavailable as exc:
+            log.warning("client %r refused: %s", client_id, exc)
+            raise AuthFailure(
+                401, "client records cannot be read right now", error="invalid_token"
+            ) from None
+        return (tuple(roles), ceiling) if stored is None else stored.apply(roles, ceiling)
 
     async def start(self) -> None:
         """Load the JWKS now, so a gateway whose keys cannot be read does not start."""
@@ -105,15 +129,16 @@ class Authenticator:
         entry = self._table.match(token)
         if entry is not None:
             self._refuse_revoked(entry.client_id, token)
+            roles, ceiling = self._recorded(entry.client_id, entry.roles, entry.consent_ceiling)
             return Principal(
                 identity=Identity(
                     sub=entry.client_id,
                     client_id=entry.client_id,
-                    roles=tuple(entry.roles),
-                    claims={CEILING_CLAIM: entry.consent_ceiling.value, AUTH_CLAIM: "token"},
+                    roles=roles,
+                    claims={CEILING_CLAIM: ceiling.value, AUTH_CLAIM: "token"},
                 ),
-                ceiling=entry.consent_ceiling,
-                binding=f"token:{entry.client_id}",
+                ceiling=ceiling,
+                binding=_binding(f"token:{entry.client_id}", roles, ceiling),
             )
         if self._jwt is None:
             raise AuthFailure(401, "invalid token", error="invalid_token")
@@ -123,17 +148,27 @@ class Authenticator:
             scope = " ".join(self._jwt.settings.required_scopes) if exc.status == 403 else None
             raise AuthFailure(exc.status, str(exc), error=exc.error, scope=scope) from None
         self._refuse_revoked(verified.client_id, token)
+        recorded, ceiling = self._recorded(
+            verified.client_id, verified.record_roles, verified.ceiling
+        )
+        roles = merge_roles(recorded, verified.token_roles)
+        credential = f"oauth:{verified.issuer}|{verified.sub}|{verified.client_id or ''}"
         return Principal(
             identity=Identity(
                 sub=verified.sub,
                 client_id=verified.client_id,
-                roles=verified.roles,
+                roles=roles,
                 claims={
-                    CEILING_CLAIM: verified.ceiling.value,
+                    CEILING_CLAIM: ceiling.value,
                     AUTH_CLAIM: "oauth",
                     "iss": verified.issuer,
                 },
             ),
-            ceiling=verified.ceiling,
-            binding=f"oauth:{verified.issuer}|{verified.sub}|{verified.client_id or ''}",
+            ceiling=ceiling,
+            binding=_binding(credential, roles, ceiling),
         )
+
+
+def _binding(credential: str, roles: tuple[str, ...], ceiling: ConsentCeiling) -> str:
+    """Ceiling and roles first: neither can hold `#`, so the parts cannot run into each other."""
+    return f"{ceiling.value}#{','.join(roles)}#{credential}"

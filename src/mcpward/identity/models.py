@@ -41,7 +41,7 @@ class StaticToken(Strict):
     @field_validator("roles")
     @classmethod
     def _roles(cls, value: list[str]) -> list[str]:
-        return _check_roles(value)
+        return check_role_names(value)
 
 
 class ClientRecord(Strict):
@@ -53,10 +53,10 @@ class ClientRecord(Strict):
     @field_validator("roles")
     @classmethod
     def _roles(cls, value: list[str]) -> list[str]:
-        return _check_roles(value)
+        return check_role_names(value)
 
 
-def _check_roles(value: list[str]) -> list[str]:
+def check_role_names(value: list[str]) -> list[str]:
     for role in value:
         if not re.match(ROLE, role):
             raise ValueError(f"role {role!r} must match {ROLE}")

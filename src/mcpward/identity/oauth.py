@@ -126,12 +126,25 @@ def _find(keys: jwt.PyJWKSet | None, kid: str | None) -> jwt.PyJWK | None:
 
 @dataclass(frozen=True, slots=True)
 class VerifiedToken:
+    """`record_roles` and `ceiling` are what the config records for the client id (or the
+    default); `token_roles` come from the token's `roles_claim`."""
+
     sub: str
     client_id: str | None
-    roles: tuple[str, ...]
+    record_roles: tuple[str, ...]
+    token_roles: tuple[str, ...]
     scopes: tuple[str, ...]
     ceiling: ConsentCeiling
     issuer: str
+
+    @property
+    def roles(self) -> tuple[str, ...]:
+        return merge_roles(self.record_roles, self.token_roles)
+
+
+def merge_roles(recorded: tuple[str, ...], from_token: tuple[str, ...]) -> tuple[str, ...]:
+    """The recorded roles, then the token's that are not among them."""
+    return recorded + tuple(r for r in from_token if r not in recorded)
 
 
 class JwtVerifier:
@@ -178,14 +191,13 @@ class JwtVerifier:
         client_id = claims.get(s.client_id_claim) or claims.get("azp")
         client_id = client_id if isinstance(client_id, str) else None
         record = s.clients.get(client_id) if client_id else None
-        roles = list(record.roles) if record else []
-        if s.roles_claim:
-            roles += [r for r in _str_list(claims.get(s.roles_claim)) if r not in roles]
+        token_roles = _str_list(claims.get(s.roles_claim)) if s.roles_claim else []
         ceiling = record.consent_ceiling if record else s.default_consent_ceiling
         return VerifiedToken(
             sub=str(claims["sub"]),
             client_id=client_id,
-            roles=tuple(roles),
+            record_roles=tuple(record.roles) if record else (),
+            token_roles=tuple(dict.fromkeys(token_roles)),
             scopes=scopes,
             ceiling=ceiling,
             issuer=str(claims["iss"]),

@@ -11,13 +11,18 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from mcpward.contracts.store import PinStore, PinStoreError
 from mcpward.identity.revocations import RevocationSet, RevocationUnavailable
-from mcpward.store.keys import KeyFileError, load_or_create_secret
+from mcpward.secret_refs import SecretRef
+from mcpward.store.keys import KeyFileError, key_from_ref, load_or_create_secret
 from mcpward.store.paths import resolve_state_dir
 from mcpward.store.settings import KeysSettings, StoreSettings
+
+if TYPE_CHECKING:  # identity imports the pipeline, which imports this module
+    from mcpward.store.clients import ClientRecords
+    from mcpward.store.postgres.pool import PgPool
 
 PINS_KEY_NAME = "pins.key"
 log = logging.getLogger("mcpward.store")
@@ -45,6 +50,7 @@ class StoreContext:
     state_dir: Path
     keys_dir: Path
     config_path: Path | None = None  # the config file naming this store, if any
+    pins_ref: SecretRef | None = None  # `keys.pins`: the pins key from a SecretRef, not the dir
 
     @property
     def postgres(self) -> bool:
@@ -53,11 +59,19 @@ class StoreContext:
     def cli_args(self) -> tuple[str, ...]:
         """The arguments that point a CLI command at this store (`--config F` for PostgreSQL:
         the database is only reachable through the config)."""
-        if self.config_path is not None and (self.postgres or self.keys_dir != self.state_dir):
+        separate_keys = self.keys_dir != self.state_dir or self.pins_ref is not None
+        if self.config_path is not None and (self.postgres or separate_keys):
             return ("--config", str(self.config_path))
         return ("--state-dir", str(self.state_dir))
 
     def pins_key(self) -> bytes:
+        """The key that MACs pins, holds, revocations and client records: `keys.pins` when
+        given (read, never created), else `pins.key` in the keys directory (created once)."""
+        if self.pins_ref is not None:
+            try:
+                return key_from_ref(self.pins_ref, "keys.pins")
+            except KeyFileError as exc:
+                raise PinStoreError(f"pin store key {exc}") from None
         path = self.keys_dir / PINS_KEY_NAME
         try:
             self.keys_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
@@ -75,7 +89,7 @@ def context_from_config(config: ConfigWithStore, config_path: Path | str | None)
     state_dir = resolve_state_dir(config.state_dir)
     keys_dir = config.keys.dir.expanduser() if config.keys.dir is not None else state_dir
     path = Path(config_path).expanduser().resolve() if config_path is not None else None
-    return StoreContext(config.store, state_dir, keys_dir, path)
+    return StoreContext(config.store, state_dir, keys_dir, path, config.keys.pins)
 
 
 def migrate_hint(context: StoreContext) -> str:
@@ -167,21 +181,44 @@ def open_revocations(context: StoreContext, *, listen: bool = True) -> Revocatio
         from mcpward.store.revocations import SqliteRevocations
 
         return SqliteRevocations(context.state_dir)
+    from mcpward.store.postgres.revocations import PostgresRevocations
+
+    key, pool = _shared_store(context, "token revocations", RevocationUnavailable)
+    return PostgresRevocations(pool, key, listen=listen)
+
+
+def open_client_records(context: StoreContext, *, listen: bool = True) -> ClientRecords:
+    """The client records of the configured store (roles and ceilings that replace the config's;
+    `listen` as for revocations). Raises ClientRecordsUnavailable."""
+    from mcpward.identity.client_records import ClientRecordsUnavailable
+
+    if not context.postgres:
+        from mcpward.store.clients import SqliteClientRecords
+
+        return SqliteClientRecords(context.state_dir)
+    from mcpward.store.postgres.clients import PostgresClientRecords
+
+    key, pool = _shared_store(context, "client records", ClientRecordsUnavailable)
+    return PostgresClientRecords(pool, key, listen=listen)
+
+
+def _shared_store(context: StoreContext, what: str, error: type[Exception]) -> tuple[bytes, PgPool]:
+    """The pins key and a pool on a database whose schema is current; `error(message)` else.
+    The caller owns one reference to the pool."""
     from mcpward.store.postgres.migrations import SchemaMismatch, check_schema
     from mcpward.store.postgres.pool import PostgresUnavailable, acquire_pool, release_pool
-    from mcpward.store.postgres.revocations import PostgresRevocations
 
     try:
         key = context.pins_key()
     except PinStoreError as exc:
-        raise RevocationUnavailable(str(exc)) from None
+        raise error(str(exc)) from None
     try:
         pool = acquire_pool(context.settings)
     except PostgresUnavailable as exc:
-        raise RevocationUnavailable(f"token revocations: {exc}") from None
+        raise error(f"{what}: {exc}") from None
     try:
         check_schema(pool, migrate_hint(context))
     except (PostgresUnavailable, SchemaMismatch) as exc:
         release_pool(pool)
-        raise RevocationUnavailable(f"token revocations: {exc}") from None
-    return PostgresRevocations(pool, key, listen=listen)
+        raise error(f"{what}: {exc}") from None
+    return key, pool

@@ -88,3 +88,15 @@ class KeysSettings(BaseModel):
         description="Directory of the keys (pins.key, evidence/keys, the signing key); default: "
         "the state directory. A fleet shares one copy, distributed like any secret.",
     )
+    pins: SecretRef | None = Field(
+        default=None,
+        description="The pins key (MACs pins, holds, revocations and client records) as a "
+        "SecretRef instead of dir/pins.key: 32 bytes written as 64 hex digits or base64 "
+        "(make one with `head -c 32 /dev/urandom | base64`). It is read, never created.",
+    )
+
+    @model_validator(mode="after")
+    def _bare_keys(self) -> KeysSettings:
+        if self.pins is not None and self.pins.prefix:
+            raise ValueError("keys.pins takes no prefix: the value is the key itself")
+        return self

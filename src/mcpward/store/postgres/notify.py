@@ -19,7 +19,8 @@ log = logging.getLogger("mcpward.store")
 
 PINS_CHANNEL = "mcpward_pins"
 REVOCATIONS_CHANNEL = "mcpward_revocations"
-CHANNELS = (PINS_CHANNEL, REVOCATIONS_CHANNEL)
+CLIENTS_CHANNEL = "mcpward_clients"
+CHANNELS = (PINS_CHANNEL, REVOCATIONS_CHANNEL, CLIENTS_CHANNEL)
 _RETRY_S = 0.5
 _POLL_S = 0.25
 

@@ -15,13 +15,15 @@ from pathlib import Path
 import uvicorn
 
 from mcpward.identity.authenticator import Authenticator
+from mcpward.identity.client_records import ClientRecordsUnavailable
 from mcpward.identity.consent import ConsentCeiling
 from mcpward.identity.models import StaticToken
 from mcpward.identity.oauth import JwksUnavailable
 from mcpward.identity.revocations import RevocationUnavailable
 from mcpward.identity.tokens import hash_token
 from mcpward.relay.gateway import Gateway
-from mcpward.store.factory import Revocations, open_revocations
+from mcpward.store.clients import ClientRecords
+from mcpward.store.factory import Revocations, open_client_records, open_revocations
 from mcpward.transport.http_front.app import HttpFrontApp
 from mcpward.transport.http_front.config import HttpFront, HttpFrontRefused, check_posture
 
@@ -61,12 +63,19 @@ async def running_front(gateway: Gateway, front: HttpFront) -> AsyncIterator[str
     """Serve in the background while the block runs; yields the MCP endpoint URL."""
     check_posture(front)
     revocations = await asyncio.to_thread(_open_revocations, gateway)
-    authenticator = Authenticator(front.tokens, front.oauth, revocations)
+    try:
+        records = await asyncio.to_thread(_open_client_records, gateway)
+    except HttpFrontRefused:
+        if revocations is not None:
+            revocations.close()
+        raise
+    authenticator = Authenticator(front.tokens, front.oauth, revocations, records)
     try:
         await authenticator.start()
     except JwksUnavailable as exc:
-        if revocations is not None:
-            revocations.close()
+        for opened in (revocations, records):
+            if opened is not None:
+                opened.close()
         raise HttpFrontRefused(f"front.oauth: the JWKS cannot be read: {exc}") from None
     sock = _bind(front)
     port = sock.getsockname()[1]
@@ -100,8 +109,9 @@ async def running_front(gateway: Gateway, front: HttpFront) -> AsyncIterator[str
         with contextlib.suppress(Exception):
             await asyncio.wait_for(task, 5)
         sock.close()
-        if revocations is not None:
-            revocations.close()
+        for opened in (revocations, records):
+            if opened is not None:
+                opened.close()
 
 
 def _open_revocations(gateway: Gateway) -> Revocations | None:
@@ -111,6 +121,17 @@ def _open_revocations(gateway: Gateway) -> Revocations | None:
     try:
         return open_revocations(gateway.store)
     except RevocationUnavailable as exc:
+        raise HttpFrontRefused(str(exc)) from None
+
+
+def _open_client_records(gateway: Gateway) -> ClientRecords | None:
+    """The store's client records (roles and ceilings that replace the config's), read on every
+    request; a store that cannot give them refuses the start."""
+    if gateway.store is None:
+        return None
+    try:
+        return open_client_records(gateway.store)
+    except ClientRecordsUnavailable as exc:
         raise HttpFrontRefused(str(exc)) from None
 
 
