@@ -16,11 +16,7 @@ from mcpward.guards.detection.families import (
     POISONING_ONLY_RULES,
     check_family_ids,
 )
-from mcpward.guards.detection.multilingual import (
-    ENGLISH_PREFERENCE_RULES,
-    MULTILINGUAL_INSTRUCTION_RULES,
-    MULTILINGUAL_PREFERENCE_RULES,
-)
+from mcpward.guards.detection.multilingual import MULTILINGUAL_INSTRUCTION_RULES
 from mcpward.guards.detection.scanner import (
     NAME_RULES,
     ContentScanner,
@@ -34,13 +30,9 @@ from mcpward.pipeline.guard import Guard
 from mcpward.pipeline.spec import GuardSpec
 from mcpward.pipeline.subject import Subject
 
+# The instruction rules carry preference manipulation (English and the eight languages).
 DEFINITION_RULES = (
-    INSTRUCTION_RULES
-    + MULTILINGUAL_INSTRUCTION_RULES
-    + POISONING_ONLY_RULES
-    + ENGLISH_PREFERENCE_RULES
-    + MULTILINGUAL_PREFERENCE_RULES
-    + ENCODED_RULES
+    INSTRUCTION_RULES + MULTILINGUAL_INSTRUCTION_RULES + POISONING_ONLY_RULES + ENCODED_RULES
 )
 MAX_REPORTED_FINDINGS = 20  # per item, in evidence; the score uses all of them
 

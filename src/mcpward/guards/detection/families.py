@@ -62,6 +62,73 @@ def _clause(verbs: str) -> str:
     return r"(?m)(?:^|[.!?:]\s+|\|\s*|[\w)\]\"'$][ \t]+)(?:" + verbs + ")"
 
 
+_UNSAFE = (
+    r"(?:\s+\w+){0,4}?\s+(?:are|is|have\s+been|were)\s+(?:now\s+)?(?:deprecated|unsafe|insecure|"
+    r"outdated|obsolete|unreliable|broken|compromised|dangerous|inaccurate|disabled|"
+    r"no\s+longer\s+(?:supported|safe|maintained))"
+)
+# Preference manipulation in English, in definitions and in returned data alike: "use this
+# tool instead of the others", "the other tools are unsafe" (the promotional claims a definition
+# makes about itself are POISONING_ONLY_RULES). multilingual.py has the same constructions in
+# eight languages.
+ENGLISH_PREFERENCE_RULES: list[Rule] = [
+    Rule(
+        "preference-manipulation",
+        "always-this-tool-en",
+        _I + r"\b(?:instead\s+of|rather\s+than|over|in\s+place\s+of)\s+(?:using\s+)?"
+        r"(?:any\s+|all\s+|the\s+)?(?:other|alternative|competing|similar)\s+(?:\w+\s+)?"
+        r"(?:tools?|functions|servers?|options|providers)",
+    ),
+    # A named tool put in place of the others: "always use the X tool instead", "only call
+    # x_y rather than a_b" (named on both sides, or called a tool/server/function). Not "this
+    # tool": real servers steer between their own tools ("ALWAYS prefer this tool over 'fill'").
+    Rule(
+        "preference-manipulation",
+        "use-named-instead-en",
+        _I + r"\b(?:always|only|exclusively)\s+(?:use|call|invoke|prefer)\s+(?:the\s+)?"
+        r"(?:(?:[`'\"][\w.-]+[`'\"]|[A-Za-z]\w*_\w+|the\s+\w+)\s+(?:tool|server|function)s?|"
+        r"[A-Za-z]\w*_\w+)\s+"
+        r"(?:instead|rather\s+than|over)\b|\b(?:always|only)\s+(?:use|call|invoke)\s+"
+        r"[A-Za-z]\w*_\w+\s+(?:instead\s+of|rather\s+than)\s+[A-Za-z]\w*_\w+",
+    ),
+    Rule(
+        "preference-manipulation",
+        "others-unsafe-en",
+        _I + r"\b(?:all\s+|any\s+)?(?:other|alternative|competing|similar|third[- ]party)\s+"
+        r"(?:\w+\s+)?(?:tools?|servers?)" + _UNSAFE,
+    ),
+    # Library documentation says "other functions/options are deprecated" in earnest: weak.
+    Rule(
+        "preference-manipulation",
+        "other-functions-unsafe-en",
+        _I + r"\b(?:all\s+|any\s+)?(?:other|alternative|competing|similar|third[- ]party)\s+"
+        r"(?:\w+\s+)?(?:functions|options)" + _UNSAFE,
+        0.5,
+    ),
+    Rule(
+        "preference-manipulation",
+        "never-alternatives-en",
+        _I + r"\b(?:never|do\s+not|don'?t)\s+(?:recommend|suggest|use|call|mention|offer|"
+        r"consider)\s+(?:any\s+)?(?:other|alternative|competing|similar)\s+(?:tools?|"
+        r"functions|servers?|options|alternatives)",
+    ),
+    Rule(
+        "preference-manipulation",
+        "compared-to-others-en",
+        _I + r"\b(?:better|more\s+accurate|faster|more\s+reliable|superior)\s+(?:\w+\s+){0,4}?"
+        r"(?:than|compared\s+(?:to|with))\s+(?:any\s+|all\s+|every\s+)?(?:other|alternative|similar|"
+        r"competing|standard|regular|basic)\s+(?:\w+\s+){0,3}?(?:tools?|functions|versions?|"
+        r"services|options)",
+        0.5,
+    ),
+    Rule(
+        "preference-manipulation",
+        "only-tool-en",
+        _I + r"\bthe\s+only\s+(?:reliable|safe|secure|trusted|accurate|official|approved|valid)"
+        r"\s+(?:tool|function|source|option)",
+    ),
+]
+
 # Shared by tool_poisoning (definitions) and response_injection (data).
 INSTRUCTION_RULES: list[Rule] = [
     Rule(
@@ -333,6 +400,7 @@ INSTRUCTION_RULES: list[Rule] = [
         "remove-tmp",
         _I + r"\bremov(?:e|ing)\s+all\s+(?:the\s+)?(?:contents|files)\s+(?:from|in)\s+(?:the\s+)?/",
     ),
+    *ENGLISH_PREFERENCE_RULES,
 ]
 
 POISONING_ONLY_RULES: list[Rule] = [

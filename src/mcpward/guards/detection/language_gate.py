@@ -14,7 +14,7 @@ _WORDS = (
     "el|la|los|las|del|de|para|que|una|por|con|est[aá]|usuari[oa]s?|herramientas?|"  # es
     "le|les|des|du|et|au|aux|une|est|pour|avec|vous|dans|utilisat(?:eur|rice)s?|outils?|"  # fr
     "der|die|das|den|dem|und|nicht|nichts|ist|mit|f[uü]r|sie|ein|eine|von|dass|"  # de
-    "benutzer[sn]?|nutzer[sn]?|werkzeugs?|"  # de
+    "benutzer[sn]?|nutzer[sn]?|werkzeug(?:e|s|en)?|immer|statt|sind|andere[nrs]?|"  # de
     "n[aã]o|voc[eê]|tamb[eé]m|dos|da|em|um|todas?|usu[aá]rios?|ferramentas?|"  # pt
     "il|di|della|dell|che|non|per|gli|sono|lo|allo|utenti?|strument[oi]"  # it
 )

@@ -402,7 +402,7 @@ def _edge(lang: str) -> str:
 
 
 def _rules_for(lex: Lexicon) -> tuple[list[Rule], list[Rule]]:
-    """(instruction rules shared with response_injection, poisoning-only preference rules)."""
+    """(instruction rules, preference-manipulation rules) for one language."""
     e = _edge(lex.lang)
     a, n, u, t, tag = lex.assistant, lex.note, lex.user, lex.tool, lex.lang
     if lex.lang in _UNSPACED:
@@ -511,55 +511,15 @@ QUOTED_TOOL_NAME = Rule("cross-tool", "quoted-tool-name", QUOTED_ID, 0.25, max_h
 
 
 def _build() -> tuple[list[Rule], list[Rule]]:
+    """(every rule, the preference-manipulation ones among them)."""
     shared: list[Rule] = [QUOTED_TOOL_NAME]
     preference: list[Rule] = []
     for lex in LEXICONS:
         s, p = _rules_for(lex)
         shared += s
         preference += p
-    return shared, preference
+    return shared + preference, preference
 
 
 MULTILINGUAL_INSTRUCTION_RULES, MULTILINGUAL_PREFERENCE_RULES = _build()
 LANGUAGES = tuple(lex.lang for lex in LEXICONS)
-
-# The same preference constructions in English (the promotional ones live in families.py).
-ENGLISH_PREFERENCE_RULES: list[Rule] = [
-    Rule(
-        "preference-manipulation",
-        "always-this-tool-en",
-        _I + r"\b(?:instead\s+of|rather\s+than|over|in\s+place\s+of)\s+(?:using\s+)?(?:any|all|the)"
-        r"\s+(?:other|alternative|competing|similar)\s+(?:\w+\s+)?(?:tools?|functions|servers?|"
-        r"options|providers)",
-    ),
-    Rule(
-        "preference-manipulation",
-        "others-unsafe-en",
-        _I + r"\b(?:all\s+|any\s+)?(?:other|alternative|competing|similar|third[- ]party)\s+"
-        r"(?:\w+\s+)?(?:tools?|functions|servers?|options)\s+(?:are|is|have\s+been|were)\s+(?:now\s+)?"
-        r"(?:deprecated|unsafe|insecure|outdated|obsolete|unreliable|broken|compromised|"
-        r"dangerous|inaccurate|disabled|no\s+longer\s+(?:supported|safe|maintained))",
-    ),
-    Rule(
-        "preference-manipulation",
-        "never-alternatives-en",
-        _I + r"\b(?:never|do\s+not|don'?t)\s+(?:recommend|suggest|use|call|mention|offer|"
-        r"consider)\s+(?:any\s+)?(?:other|alternative|competing|similar)\s+(?:tools?|"
-        r"functions|servers?|options|alternatives)",
-    ),
-    Rule(
-        "preference-manipulation",
-        "compared-to-others-en",
-        _I + r"\b(?:better|more\s+accurate|faster|more\s+reliable|superior)\s+(?:\w+\s+){0,4}?"
-        r"(?:than|compared\s+(?:to|with))\s+(?:any\s+|all\s+)?(?:other|alternative|similar|"
-        r"competing|standard|regular|basic)\s+(?:\w+\s+){0,3}?(?:tools?|functions|versions?|"
-        r"services|options)",
-        0.5,
-    ),
-    Rule(
-        "preference-manipulation",
-        "only-tool-en",
-        _I + r"\bthe\s+only\s+(?:reliable|safe|secure|trusted|accurate|official|approved|valid)"
-        r"\s+(?:tool|function|source|option)",
-    ),
-]
