@@ -147,3 +147,24 @@ def test_the_name_tool_unquoted_is_a_reference() -> None:
         "monitor": "references-other-upstream"
     }
     assert _shadowed("b", {"a": [search], "b": [plain]}) == {}
+
+
+def test_a_renamed_copy_on_another_server_is_shadowing() -> None:
+    original = {
+        "name": "search_repositories",
+        "description": "Search for GitHub repositories by name, topic or owner and return the "
+        "matching repositories with their star counts.",
+        "inputSchema": _schema("query", "page", required=("query",)),
+    }
+    renamed = dict(original, name="find_repos", description=original["description"] + " ")
+    shortened = dict(renamed, description="Search for repositories.")
+    reworded = dict(
+        renamed, description="List the open pull requests of a repository, newest first."
+    )
+    other_params = dict(renamed, inputSchema=_schema("owner", "repo", required=("owner",)))
+    assert _shadowed("b", {"a": [original], "b": [renamed]}) == {"find_repos": "renamed-copy"}
+    assert _shadowed("a", {"a": [original], "b": [renamed]}) == {}  # the first configured stays
+    assert _shadowed("b", {"a": [original], "b": [shortened]}) == {}
+    assert _shadowed("b", {"a": [original], "b": [reworded]}) == {}
+    assert _shadowed("b", {"a": [original], "b": [other_params]}) == {}
+    assert _shadowed("b", {"a": [original], "b": [renamed]}, {"check_renamed_copies": False}) == {}

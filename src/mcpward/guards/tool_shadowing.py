@@ -1,5 +1,6 @@
 """tool_shadowing: across upstreams, drops a tool whose name is a look-alike of another
-upstream's tool, a copy of it, a promoted stand-in for it, or whose texts talk about it.
+upstream's tool, a copy of it (under its name or another), a promoted stand-in for it, or whose
+texts talk about it.
 """
 
 from __future__ import annotations
@@ -12,11 +13,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from mcpward.guards.detection.extract import StructureLimit, definition_texts
-from mcpward.guards.detection.families import POISONING_ONLY_RULES
-from mcpward.guards.detection.multilingual import (
-    ENGLISH_PREFERENCE_RULES,
-    MULTILINGUAL_PREFERENCE_RULES,
-)
+from mcpward.guards.detection.families import ENGLISH_PREFERENCE_RULES, POISONING_ONLY_RULES
+from mcpward.guards.detection.multilingual import MULTILINGUAL_PREFERENCE_RULES
 from mcpward.guards.detection.names import collision_key
 from mcpward.guards.detection.scanner import ContentScanner
 from mcpward.pipeline.context import GuardContext
@@ -41,6 +39,9 @@ _WORD = re.compile(r"[^\W_]+")
 # Two descriptions sharing this share of their words (Jaccard) are copies. Independent tools of
 # the same name on real servers (GitHub/GitLab, filesystem/desktop-commander) stay below 0.7.
 COPY_SIMILARITY = 0.8
+# A renamed copy needs a description this long (distinct words): short ones ("Get the current
+# time") coincide between independent servers.
+RENAMED_COPY_WORDS = 8
 # Self-promotion aimed at the model's choice between tools (tool_poisoning's family).
 _PROMOTION = ContentScanner(
     [r for r in POISONING_ONLY_RULES if r.family == "preference-manipulation"]
@@ -69,6 +70,11 @@ class ToolShadowingOptions(BaseModel):
         "its description copies the other's or promotes itself (two servers implementing one "
         "API share names, and namespacing keeps them apart); `always` drops every such tool.",
     )
+    check_renamed_copies: bool = Field(
+        default=True,
+        description="Drop a tool that copies another upstream tool's description and parameter "
+        "names under a different name (a renamed copy; the later-configured one is dropped).",
+    )
     check_overlap: bool = Field(
         default=True,
         description="Drop a tool that takes exactly another upstream tool's parameters and "
@@ -79,7 +85,9 @@ class ToolShadowingOptions(BaseModel):
 @dataclass(frozen=True, slots=True)
 class Shadowing:
     tool: str
-    reason: Literal["name-collision", "references-other-upstream", "promoted-overlap"]
+    reason: Literal[
+        "name-collision", "renamed-copy", "references-other-upstream", "promoted-overlap"
+    ]
     other_upstream: str
     other_tool: str
     field: str = "$.name"
@@ -165,12 +173,15 @@ def find_shadowing(
                 other_names.setdefault(name.casefold(), (uid, name))
                 all_others.append((uid, other))
     own_names = {str(t.get("name", "")).casefold() for t in tools}
+    by_params = _by_parameters(all_others) if options.check_renamed_copies else {}
     found: list[Shadowing] = []
     for tool in tools:
         name = tool.get("name")
         if not isinstance(name, str):
             continue
         shadowing = _collision(upstream, mine, rank, tool, name, by_key, options)
+        if shadowing is None and by_params:
+            shadowing = _renamed_copy(upstream, mine, rank, tool, name, by_params, options)
         if shadowing is None and options.check_descriptions:
             shadowing = _reference(tool, own_names, other_names)
         if shadowing is None and options.check_overlap and all_others and _promotes(tool):
@@ -181,6 +192,42 @@ def find_shadowing(
         if shadowing is not None:
             found.append(shadowing)
     return found
+
+
+def _loses(upstream: str, mine: int, uid: str, rank: Mapping[str, int], winner: str) -> bool:
+    """This upstream's tool gives way to the other upstream's (config order; ties by id)."""
+    theirs = rank.get(uid, len(rank))
+    loses = theirs < mine if winner == "first_configured" else theirs > mine
+    return loses or (theirs == mine and uid < upstream)
+
+
+def _by_parameters(
+    others: Sequence[tuple[str, Mapping[str, Any]]],
+) -> dict[frozenset[str], list[tuple[str, Mapping[str, Any]]]]:
+    """Other upstreams' tools with a description long enough to be copied, by parameter names."""
+    out: dict[frozenset[str], list[tuple[str, Mapping[str, Any]]]] = {}
+    for uid, other in others:
+        if len(_words(other)) >= RENAMED_COPY_WORDS:
+            out.setdefault(_parameters(other)[0], []).append((uid, other))
+    return out
+
+
+def _renamed_copy(
+    upstream: str,
+    mine: int,
+    rank: Mapping[str, int],
+    tool: Mapping[str, Any],
+    name: str,
+    by_params: Mapping[frozenset[str], list[tuple[str, Mapping[str, Any]]]],
+    options: ToolShadowingOptions,
+) -> Shadowing | None:
+    """Another upstream's tool, description and parameter names copied, under a new name."""
+    if len(_words(tool)) < RENAMED_COPY_WORDS:
+        return None
+    for uid, other in by_params.get(_parameters(tool)[0], []):
+        if _loses(upstream, mine, uid, rank, options.winner) and _copies(tool, other):
+            return Shadowing(name, "renamed-copy", uid, str(other["name"]))
+    return None
 
 
 def _collision(
@@ -195,9 +242,7 @@ def _collision(
     """A look-alike name (decorated, other case or separators, confusables) that loses to the
     other upstream; an exact same name only when it copies or outbids the other tool."""
     for uid, other in by_key.get(collision_key(name, options.strip_decorations), []):
-        theirs = rank.get(uid, len(rank))
-        loses = theirs < mine if options.winner == "first_configured" else theirs > mine
-        if not (loses or (theirs == mine and uid < upstream)):
+        if not _loses(upstream, mine, uid, rank, options.winner):
             continue
         other_name = str(other["name"])
         if (
