@@ -1,5 +1,6 @@
 """Gateway replicas on one PostgreSQL database for the fleet tests: each one a real `mcpward run`
-subprocess (stdio front) driven with raw JSON-RPC, 16 calls in flight, every answer counted."""
+subprocess (stdio front) driven with raw JSON-RPC, 16 calls in flight, every answer counted; and
+what the stdio and HTTP fleet tests share (the ledger's receipts, `ledger verify`)."""
 
 from __future__ import annotations
 
@@ -16,6 +17,8 @@ from typing import Any
 import orjson
 
 from mcpward.protocol.canonical import canonical_sha256
+from mcpward.store.factory import StoreContext
+from mcpward.store.postgres.ledger import open_postgres_snapshot
 from tests.store.pg import DSN_ENV
 from tests.support.gateway import demo_upstream, gateway_argv, tool_filter_guard
 from tests.support.gateway import write_gateway_config as write_config
@@ -189,3 +192,24 @@ async def mcpward(*args: str, env: dict[str, str] | None = None) -> tuple[int, s
     out, _ = await asyncio.wait_for(proc.communicate(), 120)
     assert proc.returncode is not None
     return proc.returncode, out.decode()
+
+
+def call_receipts(context: StoreContext) -> list[dict[str, Any]]:
+    """The tools/call receipts in the fleet's ledger."""
+    with open_postgres_snapshot(context.settings) as view:
+        entries = [orjson.loads(e.body) for e in view.entries()]
+    return [
+        e["receipt"]
+        for e in entries
+        if e["kind"] == "receipt" and e["receipt"]["method"] == "tools/call"
+    ]
+
+
+async def verify_cli(config: Path, dsn: str) -> dict[str, Any]:
+    """`mcpward ledger verify --json --config F`, which must exit 0."""
+    code, out = await mcpward(
+        "ledger", "verify", "--json", "--config", str(config), env={DSN_ENV: dsn}
+    )
+    assert code == 0, out
+    report: dict[str, Any] = orjson.loads(out)
+    return report

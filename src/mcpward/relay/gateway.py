@@ -14,7 +14,6 @@ from pathlib import Path
 from mcpward.config.loader import LoadedConfig
 from mcpward.config.models import StdioUpstream
 from mcpward.evidence.record import NullRecorder, Recorder
-from mcpward.evidence.recorder import build_recorder
 from mcpward.pipeline.context import Identity
 from mcpward.pipeline.executor import Pipeline
 from mcpward.pipeline.services import GatewayServices
@@ -23,11 +22,14 @@ from mcpward.relay.links import MessageHandler, UpstreamLink
 from mcpward.relay.metered import MeteredRecorder, watch_gateway_state
 from mcpward.relay.naming import Namespace
 from mcpward.relay.process_pool import ProcessPool, Tenant
+from mcpward.relay.replica_start import open_replica, replica_readiness, replica_recorder
 from mcpward.relay.session import Downstream, Session
 from mcpward.relay.shared import SessionServices
 from mcpward.relay.traced import CallTracer
-from mcpward.store.factory import StoreContext, context_from_config, readiness_check
+from mcpward.store.factory import StoreContext, context_from_config
 from mcpward.store.paths import resolve_state_dir
+from mcpward.store.postgres.pool import PostgresUnavailable
+from mcpward.store.replica import ReplicaStore
 from mcpward.telemetry.metrics import GatewayMetrics
 from mcpward.telemetry.tracing import Tracing
 from mcpward.transport.connectors import make_connection
@@ -87,6 +89,7 @@ class Gateway:
         }
         self.sessions: set[Session] = set()
         self.store: StoreContext | None = None  # the configured store (set by `start`)
+        self.replica: ReplicaStore | None = None  # its PostgreSQL pool, held while serving
         # Readiness of the store (None = ready, else "store" or "migrations"); the HTTP front's
         # /readyz calls it. None here: the front checks that the state directory is writable.
         self.store_check: Callable[[], str | None] | None = None
@@ -118,12 +121,17 @@ class Gateway:
         """Assemble the gateway and attach every guard. Upstreams start with the first session."""
         state_dir = resolve_state_dir(loaded.config.state_dir)
         store = context_from_config(loaded.config, _config_path(loaded))
+        try:
+            replica = open_replica(store)  # PostgreSQL: starts even while the server is away
+        except PostgresUnavailable as exc:
+            raise GatewayStartError(f"store: {exc}") from None
         if recorder is None:
-            recorder = build_recorder(loaded.config.evidence, state_dir, store)
+            recorder = replica_recorder(loaded.config.evidence, state_dir, store, replica)
         gateway = cls(loaded, state_dir, recorder, connections)
         gateway.store = store
-        if store.postgres:  # /readyz: the database answers, its schema is current
-            gateway.store_check = readiness_check(store)
+        gateway.replica = replica
+        if replica is not None:  # /readyz: the database answers, its schema is current
+            gateway.store_check = replica_readiness(replica, recorder)
         services = GatewayServices(
             state_dir=state_dir,
             catalog=gateway.catalog,
@@ -210,6 +218,8 @@ class Gateway:
         )
         await self.pipeline.close()
         await self.recorder.close()
+        if self.replica is not None:
+            self.replica.close()
         if self.tracing is not None:  # exports what is batched (blocking I/O: off the loop)
             await asyncio.to_thread(self.tracing.shutdown)
 

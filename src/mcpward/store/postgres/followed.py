@@ -8,8 +8,9 @@ import threading
 from collections.abc import Callable
 from typing import Generic, TypeVar
 
+from mcpward.store.postgres.bounded import BoundedCalls
 from mcpward.store.postgres.notify import acquire_watcher, release_watcher
-from mcpward.store.postgres.pool import PgPool
+from mcpward.store.postgres.pool import CALL_BOUND_S, PgPool, PostgresUnavailable
 
 T = TypeVar("T")
 
@@ -33,7 +34,9 @@ class FollowedTable(Generic[T]):
         self._unavailable = unavailable
         self._lock = threading.Lock()
         self._watcher = acquire_watcher(pool) if listen else None
-        if self._watcher is not None:
+        # a gateway reads on its event loop: bounded (bounded.py)
+        self._bounded = BoundedCalls(pool, CALL_BOUND_S) if listen else None
+        if self._watcher is not None and pool.down is None:  # else: listens once it answers
             self._watcher.wait_connected(pool.timeout)
         self._seen = -1
         self._value: T | None = None
@@ -49,9 +52,17 @@ class FollowedTable(Generic[T]):
         with self._lock:
             generation = watcher.generation(self._channel)
             if generation != self._seen or self._value is None:
-                self._value = self._read()
+                self._value = self._read_bounded()
                 self._seen = generation
             return self._value
+
+    def _read_bounded(self) -> T:
+        if self._bounded is None:
+            return self._read()
+        try:
+            return self._bounded.call(self._read)
+        except PostgresUnavailable as exc:
+            raise self._unavailable(str(exc)) from None
 
     def invalidate(self) -> None:
         """Re-read on the next call (after a change this process made itself)."""
@@ -65,3 +76,5 @@ class FollowedTable(Generic[T]):
         if self._watcher is not None:
             self._watcher = None
             release_watcher(self._pool)
+        if self._bounded is not None:
+            self._bounded.close()

@@ -12,7 +12,7 @@ from importlib import resources
 
 import psycopg
 
-from mcpward.store.postgres.pool import PgPool
+from mcpward.store.postgres.pool import PgPool, PostgresUnavailable
 
 _NAME = re.compile(r"^(\d{4})_([a-z0-9_]+)\.sql$")
 _LOCK_ID = 0x6D637077  # "mcpw": one migrator at a time across the fleet
@@ -87,17 +87,39 @@ def migrate(pool: PgPool) -> list[Migration]:
 def check_schema(pool: PgPool, command: str) -> None:
     """Raise `SchemaMismatch` unless the database is exactly at this code's version.
     `command` is how to run mcpward against the same store (e.g. `mcpward store migrate --config F`
-    is built from it)."""
-    with pool.connection() as conn:
-        have = applied_version(conn)
+    is built from it). While a deferred check (`defer_check`) waits for the server, returns."""
+    try:
+        with pool.connection() as conn:
+            have = applied_version(conn)
+    except PostgresUnavailable:
+        if pool.schema_pending and pool.down is not None:
+            return  # checked on the first connection once the server answers
+        raise
+    _compare(pool.where, have, command)
+
+
+def defer_check(pool: PgPool, command: str) -> None:
+    """A replica started while the server is away: its schema is checked on the pool's first
+    connection once the server answers; until it passes, every use fails with the message."""
+
+    def check(conn: psycopg.Connection[tuple[object, ...]]) -> None:
+        try:
+            _compare(pool.where, applied_version(conn), command)
+        except SchemaMismatch as exc:
+            raise PostgresUnavailable(str(exc)) from None
+
+    pool.defer_schema_check(check)
+
+
+def _compare(where: str, have: int, command: str) -> None:
     want = code_version()
     if have < want:
         raise SchemaMismatch(
-            f"{pool.where}: the database schema is at version {have}, this mcpward needs "
+            f"{where}: the database schema is at version {have}, this mcpward needs "
             f"{want}; run: mcpward store migrate {command}"
         )
     if have > want:
         raise SchemaMismatch(
-            f"{pool.where}: the database schema is at version {have}, newer than this mcpward "
+            f"{where}: the database schema is at version {have}, newer than this mcpward "
             f"(version {want}); upgrade mcpward on this replica (do not downgrade the schema)"
         )

@@ -13,7 +13,7 @@ import threading
 
 import psycopg
 
-from mcpward.store.postgres.pool import PgPool, PostgresUnavailable
+from mcpward.store.postgres.pool import PgPool, PostgresUnavailable, first_line
 
 log = logging.getLogger("mcpward.store")
 
@@ -60,9 +60,10 @@ class ChangeWatcher:
             try:
                 conn = self._pool.connect_direct()
             except PostgresUnavailable as exc:
-                log.warning("change listener cannot connect (%s); retrying", exc)
+                self._pool.mark_down(str(exc))  # logged once per outage by the pool
                 self._stop.wait(_RETRY_S)
                 continue
+            self._pool.reached()
             self._conn = conn
             try:
                 for channel in CHANNELS:
@@ -78,6 +79,8 @@ class ChangeWatcher:
             except psycopg.Error as exc:
                 if not self._stop.is_set():
                     log.warning("change listener lost its connection (%s); reconnecting", exc)
+                    # the pool's connections are as dead as this one: calls fail at once
+                    self._pool.mark_down(f"{self._pool.where}: {first_line(exc)}")
             finally:
                 self._connected.clear()
                 self._bump(CHANNELS)

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import psycopg
 
@@ -24,6 +24,7 @@ from mcpward.store.pin_macs import (
     verified_hold,
     verify_upstream,
 )
+from mcpward.store.postgres.bounded import BoundedCalls
 from mcpward.store.postgres.notify import (
     PINS_CHANNEL,
     ChangeWatcher,
@@ -31,9 +32,17 @@ from mcpward.store.postgres.notify import (
     notify,
     release_watcher,
 )
-from mcpward.store.postgres.pool import PgPool, PostgresUnavailable, first_line, release_pool
+from mcpward.store.postgres.pool import (
+    CALL_BOUND_S,
+    CALL_WAIT_S,
+    PgPool,
+    PostgresUnavailable,
+    first_line,
+    release_pool,
+)
 
 Conn = psycopg.Connection[tuple[Any, ...]]
+T = TypeVar("T")
 _WRITE_LOCK = 0x6D707077  # one pin writer at a time across the fleet
 _PUT_PIN = (
     "INSERT INTO pins (upstream, kind, name, hash, contract, pinned_at, source, mac) "
@@ -75,17 +84,43 @@ class PostgresPinStore:
         self._macs = PinMacs(key)
         self._watcher: ChangeWatcher | None = None
         self._seen = -1
-        if listen:
-            self.wait_listening(pool.timeout)
+        # a gateway calls on its event loop: a short wait for a pooled connection, and the whole
+        # call bounded (a worker thread does it); one-shot CLI commands call directly
+        self._wait = CALL_WAIT_S if listen else None
+        self._bounded = BoundedCalls(pool, CALL_BOUND_S) if listen else None
         self._closed = False
-        self._init_list()
+        self._listed = False  # the upstream list exists (made on the first connection)
+        if listen:
+            if pool.down is None:
+                self.wait_listening(pool.timeout)
+            else:  # a replica started while the server is away: listen once it answers
+                self._listen()
+        if pool.down is None:
+            self._run(self._open)
+
+    def _open(self) -> None:
+        with self._connection("open"):
+            pass
+
+    def _run(self, fn: Callable[[], T]) -> T:
+        """`fn` now (CLI), or on the bounded worker (a gateway's event loop)."""
+        if self._bounded is None:
+            return fn()
+        try:
+            return self._bounded.call(fn)
+        except PostgresUnavailable as exc:
+            self._seen = -1  # whatever a change asked this call to re-read: ask again
+            raise PinStoreError(f"pin store: {exc}") from None
 
     # -- plumbing ------------------------------------------------------------------------------
 
     @contextmanager
     def _connection(self, action: str) -> Iterator[Conn]:
         try:
-            with self._pool.connection() as conn:
+            with self._pool.connection(self._wait) as conn:
+                if not self._listed:
+                    self._init_list(conn)
+                    self._listed = True
                 yield conn
         except PostgresUnavailable as exc:
             raise PinStoreError(f"pin store {action}: {exc}") from None
@@ -101,9 +136,13 @@ class PostgresPinStore:
             # the gate loads on the event loop: while the listener (reconnecting every 0.5 s on
             # its own thread) is away, fail at once instead of waiting on the pool
             raise PinStoreError(f"pin store {self._pool.where}: the database is not reachable")
-        with self._connection("read") as conn, conn.transaction():
-            conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
-            yield conn
+        try:
+            with self._connection("read") as conn, conn.transaction():
+                conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+                yield conn
+        except PinStoreError:
+            self._seen = -1  # the re-read a change asked for did not happen: ask again
+            raise
 
     @contextmanager
     def _writing(self, upstream: str) -> Iterator[Conn]:
@@ -128,8 +167,9 @@ class PostgresPinStore:
 
     # -- the upstream list ---------------------------------------------------------------------
 
-    def _init_list(self) -> None:
-        with self._connection("open") as conn, conn.transaction():
+    def _init_list(self, conn: Conn) -> None:
+        """A fresh store gets its (empty, MACed) upstream list before anything reads it."""
+        with conn.transaction():
             conn.execute("SELECT pg_advisory_xact_lock(%s)", (_WRITE_LOCK,))
             empty = conn.execute(
                 "SELECT NOT EXISTS (SELECT 1 FROM pin_meta) AND NOT EXISTS "
@@ -191,6 +231,9 @@ class PostgresPinStore:
     # -- reading -------------------------------------------------------------------------------
 
     def load(self, upstream: str) -> UpstreamPins:
+        return self._run(lambda: self._load(upstream))
+
+    def _load(self, upstream: str) -> UpstreamPins:
         with self._snapshot() as conn:
             listed = self._upstream_list(conn)
             manifest = conn.execute(
@@ -208,12 +251,18 @@ class PostgresPinStore:
         return verify_upstream(self._macs, upstream, listed, manifest, pin_rows, hold_rows)
 
     def upstreams(self) -> list[str]:
+        return self._run(lambda: self._upstreams())
+
+    def _upstreams(self) -> list[str]:
         with self._snapshot() as conn:
             ids, _ = self._upstream_list(conn)
             rows = conn.execute("SELECT upstream FROM pin_upstreams").fetchall()
         return sorted(set(ids) | {r[0] for r in rows})
 
     def holds(self, upstream: str | None = None) -> list[HoldRecord]:
+        return self._run(lambda: self._holds(upstream))
+
+    def _holds(self, upstream: str | None = None) -> list[HoldRecord]:
         with self._connection("read") as conn:
             if upstream is None:
                 rows = conn.execute(
@@ -233,6 +282,9 @@ class PostgresPinStore:
         return out
 
     def history(self, upstream: str | None = None, limit: int = 1000) -> list[HistoryEntry]:
+        return self._run(lambda: self._history_rows(upstream, limit))
+
+    def _history_rows(self, upstream: str | None, limit: int) -> list[HistoryEntry]:
         """The newest changes first (pins and holds), each with whether its MAC verified."""
         where, args = ("WHERE upstream=%s", (upstream,)) if upstream is not None else ("", ())
         with self._connection("read") as conn:
@@ -266,6 +318,18 @@ class PostgresPinStore:
         put_holds: Sequence[HoldRecord] = (),
         delete_holds: Iterable[Key] = (),
         baseline_kinds: Iterable[ItemKind] = (),
+    ) -> None:
+        args = (put, list(delete), put_holds, list(delete_holds), list(baseline_kinds))
+        self._run(lambda: self._write(upstream, *args))
+
+    def _write(
+        self,
+        upstream: str,
+        put: Sequence[Pin],
+        delete: list[Key],
+        put_holds: Sequence[HoldRecord],
+        delete_holds: list[Key],
+        baseline_kinds: list[ItemKind],
     ) -> None:
         delete = list(delete)
         delete_holds = list(delete_holds)
@@ -333,6 +397,9 @@ class PostgresPinStore:
         return out
 
     def forget(self, upstream: str) -> int:
+        return self._run(lambda: self._forget(upstream))
+
+    def _forget(self, upstream: str) -> int:
         with self._writing(upstream) as conn:
             count = conn.execute("DELETE FROM pins WHERE upstream=%s", (upstream,)).rowcount
             conn.execute("DELETE FROM pin_holds WHERE upstream=%s", (upstream,))
@@ -375,4 +442,6 @@ class PostgresPinStore:
         self._closed = True
         if self._watcher is not None:
             release_watcher(self._pool)
+        if self._bounded is not None:
+            self._bounded.close()
         release_pool(self._pool)

@@ -7,18 +7,20 @@ from __future__ import annotations
 
 import logging
 import threading
-import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 import psycopg
-from psycopg_pool import ConnectionPool, PoolTimeout
+from psycopg_pool import ConnectionPool, PoolClosed, PoolTimeout
 
 from mcpward.secret_refs import SecretUnavailable, resolve_secret
 from mcpward.store.settings import StoreSettings
 
 log = logging.getLogger("mcpward.store")
-RETRY_AFTER_S = 0.5  # after a failure, calls fail at once for this long (no storm, no waits)
+Connection = psycopg.Connection[tuple[object, ...]]
+CALL_WAIT_S = 1.0  # longest wait for a pooled connection on a gateway's call path
+CALL_BOUND_S = 1.5  # longest a gateway's event loop waits for one store call (bounded.py)
+PROBE_BACKOFF_S = (0.0, 0.25, 0.5, 1.0, 2.0)  # between probes of a lost server (last repeats)
 
 
 class PostgresUnavailable(Exception):
@@ -51,9 +53,10 @@ def describe_dsn(dsn: str) -> str:
 class PgPool:
     """A shared `psycopg_pool.ConnectionPool`, reference-counted per process.
 
-    Once the server is found gone, calls fail at once (for `RETRY_AFTER_S`) instead of each
-    waiting out the timeout; the next call after that probes the server with a connection of its
-    own and, when it answers, replaces the pool (whose own reconnection backs off for minutes)."""
+    Once the server is found gone (a failed call, or the change listener losing its connection),
+    calls fail at once instead of each waiting out the timeout, and a thread of its own probes the
+    server with bounded backoff; when it answers, the pool is replaced (the pool's own
+    reconnection backs off for minutes). No caller ever waits on a probe."""
 
     def __init__(self, dsn: str, settings: StoreSettings) -> None:
         self.dsn = dsn
@@ -62,8 +65,13 @@ class PgPool:
         self._settings = settings
         self._users = 0
         self._state_lock = threading.Lock()
-        self._down: str | None = None  # why the last attempt failed; None while it works
-        self._retry_at = 0.0
+        self._down: str | None = None  # why the server was found gone; None while it works
+        self._wake = threading.Event()  # probe now (the listener reached the server)
+        self._prober: threading.Thread | None = None
+        self._closed = False
+        # a replica started while the server was away checks the schema on its first connection
+        self._schema_check: Callable[[Connection], None] | None = None
+        self.schema_problem: str | None = None  # that check failed: the schema is behind/ahead
         self.pool = self._new_pool()
 
     def _new_pool(self) -> ConnectionPool:
@@ -71,7 +79,7 @@ class PgPool:
             self.dsn,
             min_size=self._settings.pool.min,
             max_size=self._settings.pool.max,
-            kwargs={"autocommit": True, "connect_timeout": _connect_timeout(self.timeout)},
+            kwargs={"autocommit": True, **connect_options(self.timeout)},
             timeout=self.timeout,
             check=ConnectionPool.check_connection,
             name=f"mcpward {self.where}",
@@ -80,61 +88,126 @@ class PgPool:
         pool.open(wait=False)
         return pool
 
-    def _mark_down(self, reason: str) -> PostgresUnavailable:
+    @property
+    def down(self) -> str | None:
+        """Why the server is taken for gone (None while it answers)."""
+        return self._down
+
+    def mark_down(self, reason: str) -> PostgresUnavailable:
+        """Take the server for gone: calls fail at once until a probe reaches it again."""
         with self._state_lock:
+            first = self._down is None
             self._down = reason
-            self._retry_at = time.monotonic() + RETRY_AFTER_S
+            if first and not self._closed:  # its reconnection attempts would only add noise
+                _close_soon(self.pool)
+            if not self._closed and (self._prober is None or not self._prober.is_alive()):
+                self._prober = threading.Thread(
+                    target=self._probe_until_up, name="mcpward-pg-probe", daemon=True
+                )
+                self._prober.start()
+        if first:
+            log.warning("%s; calls fail closed until it answers (probing)", reason)
         return PostgresUnavailable(reason)
 
-    def _revive(self) -> None:
-        """Called while marked down: fail fast, or probe the server and renew the pool."""
-        with self._state_lock:
-            if self._down is None:
-                return
-            if time.monotonic() < self._retry_at:
-                raise PostgresUnavailable(self._down)
-            self._retry_at = time.monotonic() + RETRY_AFTER_S  # one prober at a time
+    @property
+    def schema_pending(self) -> bool:
+        return self._schema_check is not None
+
+    def defer_schema_check(self, check: Callable[[Connection], None]) -> None:
+        """Run `check` (raises PostgresUnavailable) on connections until it passes once."""
+        self._schema_check = check
+
+    def _check_schema(self, conn: Connection, check: Callable[[Connection], None]) -> None:
         try:
-            probe = self.connect_direct()
-        except PostgresUnavailable as exc:  # still away: the next probe is RETRY_AFTER_S away
-            with self._state_lock:
-                self._down = str(exc)
+            check(conn)
+        except PostgresUnavailable as exc:
+            if self.schema_problem != str(exc):
+                log.error("%s", exc)
+            self.schema_problem = str(exc)
             raise
-        probe.close()
-        with self._state_lock:
-            old, self.pool = self.pool, self._new_pool()
-            self._down = None
-        threading.Thread(target=old.close, kwargs={"timeout": 0}, daemon=True).start()
-        log.info("%s answers again", self.where)
+        self._schema_check = None
+        self.schema_problem = None
+
+    def reached(self) -> None:
+        """Someone (the change listener) just reached the server: probe now."""
+        if self._down is not None:
+            self._wake.set()
+
+    def _probe_until_up(self) -> None:
+        attempt = 0
+        while not self._closed:
+            delay = PROBE_BACKOFF_S[min(attempt, len(PROBE_BACKOFF_S) - 1)]
+            if self._wake.wait(delay):
+                self._wake.clear()
+            attempt += 1
+            if self._closed:
+                return
+            try:
+                self.connect_direct().close()
+            except PostgresUnavailable as exc:
+                with self._state_lock:
+                    self._down = str(exc)
+                continue
+            with self._state_lock:
+                if self._closed:
+                    return
+                self.pool = self._new_pool()
+                self._down = None
+            log.info("%s answers again", self.where)
+            return
 
     @contextmanager
-    def connection(self) -> Iterator[psycopg.Connection[tuple[object, ...]]]:
-        """A checked connection in autocommit mode; use `conn.transaction()` for atomic work."""
-        if self._down is not None:
-            # fails fast, or probes; a refusal must not push the next probe further away, or
-            # steady calls (a loaded gateway) would keep it from ever running
-            self._revive()
+    def connection(self, wait: float | None = None) -> Iterator[Connection]:
+        """A checked connection in autocommit mode; use `conn.transaction()` for atomic work.
+        `wait`: the longest wait for a pooled connection (default: the configured timeout).
+        While the server is taken for gone, fails at once."""
+        down = self._down
+        if down is not None:
+            raise PostgresUnavailable(down)
+        timeout = self.timeout if wait is None else min(wait, self.timeout)
         try:
-            with self.pool.connection(timeout=self.timeout) as conn:
+            with self.pool.connection(timeout=timeout) as conn:
+                check = self._schema_check
+                if check is not None:
+                    self._check_schema(conn, check)
                 yield conn
-        except PoolTimeout:
-            raise self._mark_down(
-                f"{self.where}: no database connection within {self.timeout:g} s"
+        except (PoolTimeout, PoolClosed):  # closed: taken for gone meanwhile
+            raise self.mark_down(
+                f"{self.where}: no database connection within {timeout:g} s"
             ) from None
         except psycopg.OperationalError as exc:
-            raise self._mark_down(f"{self.where}: {first_line(exc)}") from None
+            raise self.mark_down(f"{self.where}: {first_line(exc)}") from None
 
-    def connect_direct(self) -> psycopg.Connection[tuple[object, ...]]:
+    def connect_direct(self) -> Connection:
         """A connection of its own, outside the pool (LISTEN needs one that is never shared)."""
         try:
-            return psycopg.connect(
-                self.dsn, autocommit=True, connect_timeout=_connect_timeout(self.timeout)
-            )
+            conninfo = psycopg.conninfo.make_conninfo(self.dsn, **connect_options(self.timeout))
+            return psycopg.connect(conninfo, autocommit=True)
         except psycopg.Error as exc:
             raise PostgresUnavailable(f"{self.where}: {first_line(exc)}") from None
 
     def close(self) -> None:
+        with self._state_lock:
+            self._closed = True
+        self._wake.set()
         self.pool.close()
+
+
+def _close_soon(pool: ConnectionPool) -> None:
+    threading.Thread(target=pool.close, kwargs={"timeout": 0}, daemon=True).start()
+
+
+def connect_options(timeout: float) -> dict[str, int]:
+    """libpq options that bound a dead server or network: the connect timeout, and TCP
+    keepalives plus a user timeout so a socket to a vanished host errors instead of hanging."""
+    return {
+        "connect_timeout": _connect_timeout(timeout),
+        "keepalives": 1,
+        "keepalives_idle": 5,
+        "keepalives_interval": 2,
+        "keepalives_count": 3,
+        "tcp_user_timeout": int(min(timeout, 2.0) * 1000),
+    }
 
 
 def _connect_timeout(timeout: float) -> int:

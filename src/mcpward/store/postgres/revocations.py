@@ -11,13 +11,21 @@ import psycopg
 
 from mcpward.identity.revocations import RevocationUnavailable
 from mcpward.store.pin_macs import PinMacs
+from mcpward.store.postgres.bounded import BoundedCalls
 from mcpward.store.postgres.notify import (
     REVOCATIONS_CHANNEL,
     acquire_watcher,
     notify,
     release_watcher,
 )
-from mcpward.store.postgres.pool import PgPool, PostgresUnavailable, first_line, release_pool
+from mcpward.store.postgres.pool import (
+    CALL_BOUND_S,
+    CALL_WAIT_S,
+    PgPool,
+    PostgresUnavailable,
+    first_line,
+    release_pool,
+)
 
 
 class PostgresRevocations:
@@ -28,17 +36,25 @@ class PostgresRevocations:
         self._macs = PinMacs(key)
         self._lock = threading.Lock()
         self._watcher = acquire_watcher(pool) if listen else None
-        if self._watcher is not None:
+        # a gateway checks on its event loop: a short wait for a pooled connection
+        self._wait = CALL_WAIT_S if listen else None
+        self._bounded = BoundedCalls(pool, CALL_BOUND_S) if listen else None
+        if self._watcher is not None and pool.down is None:  # else: listens once it answers
             self._watcher.wait_connected(pool.timeout)
         self._seen = -1
         self._subjects: frozenset[str] = frozenset()
 
     def _read(self) -> frozenset[str]:
         try:
-            with self._pool.connection() as conn:
-                rows = conn.execute("SELECT subject FROM token_revocations").fetchall()
+            if self._bounded is not None:  # on a gateway's event loop: bounded
+                return self._bounded.call(self._select)
+            return self._select()
         except (PostgresUnavailable, psycopg.Error) as exc:
             raise RevocationUnavailable(f"token revocations: {first_line(exc)}") from None
+
+    def _select(self) -> frozenset[str]:
+        with self._pool.connection(self._wait) as conn:
+            rows = conn.execute("SELECT subject FROM token_revocations").fetchall()
         return frozenset(str(r[0]) for r in rows)
 
     def _current(self) -> frozenset[str]:
@@ -92,4 +108,6 @@ class PostgresRevocations:
         if self._watcher is not None:
             self._watcher = None
             release_watcher(self._pool)
+        if self._bounded is not None:
+            self._bounded.close()
         release_pool(self._pool)
