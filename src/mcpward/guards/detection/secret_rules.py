@@ -20,6 +20,7 @@ class SecretRule:
 _I = "(?i)"
 # Value characters of a token; quotes, spaces, brackets and commas end it.
 _TOK = r"[A-Za-z0-9_\-+/=.~!@#$%^&*?]"
+_VALUE = r"[A-Za-z0-9_\-+/.~!@#$%^&*?]"  # a generic value's characters: _TOK without `=`
 
 PROVIDER_RULES: list[SecretRule] = [
     SecretRule(
@@ -221,7 +222,7 @@ LITERAL_RULES: list[SecretRule] = [
 _KEYWORD_LIST = (
     "secret", "token", "passw(?:or)?d", "passwd", "pwd", "pass", "api[_\\-. ]?key", "apikey",
     "access[_\\-. ]?key", "private[_\\-. ]?key", "client[_\\-. ]?secret", "credentials?", "auth",
-    "key", "sid", "login", "signature", "license", "webhook", "pat", "access", "private",
+    "key", "sid", "login", "signature", "license[_\\-. ]?key", "webhook", "pat", "access", "private",
 )  # fmt: skip
 # A keyword starts a word (`api_key`, ` token`), or is glued on with a capital (`clientSecret`,
 # `salescookieSECRET`): `monkey` or `bypass` never start a match, which keeps the scan cheap.
@@ -236,9 +237,14 @@ GENERIC_RULE = SecretRule(
     "generic-secret",
     # The keyword ends its word (`api_key`, `apiKey`, `KEY`), so `passport` or `path` never
     # reach the Python checks: a cheap regex keeps the 1 MiB scan fast.
-    r"(" + _KEYWORDS + r")(?:[_\-.][A-Za-z0-9_\-.]{0,32}|[A-Z0-9][A-Za-z0-9_\-.]{0,31})?"
-    r"[\"']?(?i:\s*(?:[:=]|:=|=>|->|,|\s)\s*|\s+(?:is|=)\s+|-)[\"'`]?"
-    r"([A-Za-z0-9_\-+=.~!@#$%^&*?]" + _TOK + r"{5,255})",
+    # A keyword inside a longer identifier (`KeyDerivationFunction`, `token.subject`) needs an
+    # assignment after it; a bare keyword may also be followed by a space or a dash.
+    r"(" + _KEYWORDS + r")(?:(?:[_\-.][A-Za-z0-9_\-.]{0,32}|[A-Z0-9][A-Za-z0-9_\-.]{0,31})"
+    r"[\"']?(?i:\s*(?:[:=]|:=|=>|->)\s*|\s+(?:is|=)\s+)"
+    r"|[\"']?(?i:\s*(?:[:=]|:=|=>|->|\s)\s*|\s+(?:is|=)\s+|-))[\"'`]?"
+    # The value stops at `=` (`key, timeout=NO_TIMEOUT` is a keyword argument; base64 padding
+    # stays behind unredacted) and does not open with `_ + = ^ ~` (`_Optional`, `+@x`, `^3.9`).
+    r"([A-Za-z0-9\-.!@#$%&*?]" + _VALUE + r"{5,255})",
     vet=True,
     min_entropy=2.6,
     secret_group=2,
