@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import copy
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from mcpward.guards.detection.extract import StructureLimit, key_path, payload_strings
+from mcpward.guards.detection.extract import MAX_DEPTH, StructureLimit, key_path
 from mcpward.guards.detection.families import (
     INJECTION_ONLY_RULES,
     INSTRUCTION_RULES,
@@ -25,6 +25,7 @@ from mcpward.pipeline.decisions import AddWarning, Allow, Decision, Deny, Modify
 from mcpward.pipeline.guard import Guard
 from mcpward.pipeline.spec import GuardSpec
 from mcpward.pipeline.subject import Subject
+from mcpward.pipeline.texts import NON_PROSE_KEYS, PayloadTexts, payload_texts, render_path
 
 DATA_RULES = INSTRUCTION_RULES + INJECTION_ONLY_RULES
 # The eight languages' instruction rules, run only on the stretches the language gate picks
@@ -36,7 +37,7 @@ FOREIGN_DATA_RULES = [
     if r.id != "quoted-tool-name" and not r.id.startswith("call-named-tool-")
 ]
 # Keys whose values are not text the model reads as prose (binary, identifiers, metadata).
-SKIP_KEYS = frozenset({"data", "blob", "mimeType", "type", "uri", "_meta", "annotations"})
+SKIP_KEYS = NON_PROSE_KEYS
 _SENTENCE_END = ".!?\n"
 MAX_SENTENCE = 600
 
@@ -92,8 +93,9 @@ class ResponseInjectionGuard(Guard):
         )
         self.threshold = options.threshold
 
-    def scan_text(self, text: str, path: str = "$") -> TextVerdict:
-        findings, gated = self.scanner.scan_text_gated(text, path)
+    def scan_text(self, text: str, path: str = "$", with_rules: bool = True) -> TextVerdict:
+        """`with_rules=False`: no rule can match (a joined pass said so); Unicode checks only."""
+        findings, gated = self.scanner.scan_text_gated(text, path, with_rules)
         for lo, hi in foreign_windows(text) if gated else ():
             findings += [
                 Finding(f.family, f.rule, f.path, f.start + lo, f.end + lo, f.weight)
@@ -101,12 +103,23 @@ class ResponseInjectionGuard(Guard):
             ]
         return TextVerdict(path, score(findings), findings)
 
-    def flagged_texts(self, payload: Any) -> list[TextVerdict]:
+    def flagged_texts(self, payload: Any, texts: PayloadTexts | None = None) -> list[TextVerdict]:
+        """The prose strings scoring at or above the threshold. `texts`: the payload's strings
+        if already walked (`payload_texts`)."""
+        walked = payload_texts(payload) if texts is None else texts
+        if walked.too_deep_prose is not None:
+            raise StructureLimit(
+                f"nested deeper than {MAX_DEPTH} levels at {walked.too_deep_prose}"
+            )
+        prose = [(text, link) for text, link, _depth, _media, is_prose in walked.items if is_prose]
+        with_rules = self.scanner.may_match([text for text, _ in prose])
         out = []
-        for path, text in payload_strings(payload, SKIP_KEYS):
-            verdict = self.scan_text(text, path)
+        for text, link in prose:
+            verdict = self.scan_text(text, "$", with_rules)
             if verdict.score >= self.threshold:
-                out.append(verdict)
+                path = render_path(link)  # rendered only for what is reported
+                findings = [replace(f, path=path) for f in verdict.findings]
+                out.append(TextVerdict(path, verdict.score, findings))
         return out
 
     def _redact(self, payload: Any, flagged: list[TextVerdict]) -> Any:
@@ -146,7 +159,7 @@ class ResponseInjectionGuard(Guard):
 
     def _judge(self, subject: Subject, ctx: GuardContext) -> Decision:
         try:
-            flagged = self.flagged_texts(subject.payload)
+            flagged = self.flagged_texts(subject.payload, subject.texts())
         except StructureLimit as exc:
             return Deny(
                 code="injection_unscannable",

@@ -74,7 +74,7 @@ class SecretsGuard(Guard):
     def _judge(self, subject: Subject, ctx: GuardContext, action: str, direction: str) -> Decision:
         payload = subject.payload
         try:
-            redacted, counts = self.scanner.redact_payload(payload)
+            redacted, counts = self.scanner.redact_payload(payload, subject.texts())
         except StructureLimit as exc:
             return Deny(
                 code="secrets_unscannable",

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mcpward.pipeline.context import GuardContext
-from mcpward.pipeline.decisions import Allow, Deny, Hold, Modify
+from mcpward.pipeline.decisions import AddWarning, Allow, Deny, Hold, Modify
 from mcpward.pipeline.guard import Guard
 from mcpward.pipeline.modify import ModifyError, apply_modify
 from mcpward.pipeline.phases import CALL_PHASES, Phase
@@ -105,8 +105,15 @@ class Pipeline:
         out = outcome if outcome is not None else Outcome(payload=payload)
         out.payload = payload
         for phase in phases:
-            for step in self._steps[phase]:
-                await self._run_one(step, name, out, ctx)
+            steps = self._steps[phase]
+            if not steps:
+                continue
+            # One subject per phase and payload: the strings a content guard extracts from it
+            # (`Subject.texts`) are shared with the guards after it until a guard changes it.
+            subject = Subject(phase, name, out.payload)
+            for step in steps:
+                if await self._run_one(step, subject, out, ctx):
+                    subject = Subject(phase, name, out.payload)
                 if out.stop is not None:
                     return out
         return out
@@ -119,11 +126,11 @@ class Pipeline:
                 log.exception("guard %s failed to close", guard.id)
 
     async def _run_one(
-        self, step: _Step, name: str | None, out: Outcome, ctx: GuardContext
-    ) -> None:
+        self, step: _Step, subject: Subject, out: Outcome, ctx: GuardContext
+    ) -> bool:
+        """Run one guard; True when it changed the payload (a new subject is due)."""
         guard, phase = step.guard, step.phase
         spec = guard.spec
-        subject = Subject(phase, name, out.payload)
         deadline = step.deadline_s
         started = time.perf_counter()
         failure: str | None = None
@@ -161,7 +168,7 @@ class Pipeline:
                 out.modified = True
                 run.outcome = "modify"
                 run.evidence = dict(decision.evidence)
-                return
+                return not isinstance(decision.action, AddWarning)
             except ModifyError as exc:
                 failure = "error"
                 log.warning("guard %s: unusable modify at %s: %s", guard.id, phase.value, exc)
@@ -170,7 +177,7 @@ class Pipeline:
             run.failure_mode_applied = spec.failure_mode.value
             if spec.failure_mode is FailureMode.FAIL_OPEN:
                 log.warning("guard %s %s at %s; failing open", guard.id, failure, phase.value)
-                return
+                return isinstance(decision, Modify)  # an unusable modify may have begun
             decision = Deny(
                 code=f"guard_{failure}",
                 message=f"guard {guard.id} {'timed out' if failure == 'timeout' else 'failed'}; "
@@ -179,7 +186,7 @@ class Pipeline:
             run.code = decision.code
         elif isinstance(decision, Allow):
             run.evidence = dict(decision.evidence)
-            return
+            return False
         assert isinstance(decision, (Deny, Hold))
         if failure is None:
             run.outcome = "hold" if isinstance(decision, Hold) else "deny"
@@ -189,9 +196,10 @@ class Pipeline:
         if mode is Mode.SHADOW:
             run.shadow = True
             out.shadow_stops.append((guard.id, decision))
-            return
+            return False
         out.stop = decision
         out.stopped_by = guard.id
+        return False
 
 
 def _step(guard: Guard, phase: Phase) -> _Step:

@@ -12,10 +12,11 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from mcpward.pipeline.phases import Phase
+from mcpward.pipeline.texts import PayloadTexts, payload_texts
 
 
 @dataclass(slots=True)
@@ -23,3 +24,12 @@ class Subject:
     phase: Phase
     name: str | None
     payload: Any
+    _texts: PayloadTexts | None = field(default=None, repr=False, compare=False)
+
+    def texts(self) -> PayloadTexts:
+        """The payload's strings, walked on the first call and shared by the guards of this
+        phase (the executor gives the guards after a payload change a new subject)."""
+        texts = self._texts
+        if texts is None:
+            texts = self._texts = payload_texts(self.payload)
+        return texts

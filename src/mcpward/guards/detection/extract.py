@@ -8,7 +8,18 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-MAX_DEPTH = 64
+from mcpward.pipeline.texts import MAX_DEPTH, key_path, payload_texts, render_path
+
+__all__ = [
+    "MAX_DEPTH",
+    "MAX_STRINGS",
+    "FieldText",
+    "StructureLimit",
+    "definition_texts",
+    "key_path",
+    "payload_strings",
+]
+
 MAX_STRINGS = 20_000
 
 # Top-level fields of a tool/prompt/resource definition that an agent reads.
@@ -30,13 +41,6 @@ class FieldText:
     path: str  # JSONPath-like, e.g. $.inputSchema.properties.url.description
     text: str
     is_name: bool = False  # a parameter or item name rather than prose
-
-
-def key_path(path: str, key: str) -> str:
-    if key.isidentifier():
-        return f"{path}.{key}"
-    escaped = key.replace("\\", "\\\\").replace("'", "\\'")
-    return f"{path}['{escaped}']"
 
 
 def definition_texts(item: Any) -> Iterator[FieldText]:
@@ -82,19 +86,10 @@ def _schema_texts(root: Any, root_path: str) -> Iterator[FieldText]:
 def payload_strings(
     payload: Any, skip_keys: frozenset[str] = frozenset()
 ) -> Iterator[tuple[str, str]]:
-    """(path, string) for every string value in a result payload, iteratively."""
-    stack: list[tuple[Any, str, int]] = [(payload, "$", 0)]
-    while stack:
-        value, path, depth = stack.pop()
-        if isinstance(value, str):
-            yield path, value
-        elif depth >= MAX_DEPTH:
-            raise StructureLimit(f"nested deeper than {MAX_DEPTH} levels at {path}")
-        elif isinstance(value, dict):
-            for key, child in value.items():
-                if key in skip_keys:
-                    continue
-                stack.append((child, key_path(path, str(key)), depth + 1))
-        elif isinstance(value, list):
-            for index, child in enumerate(value):
-                stack.append((child, f"{path}[{index}]", depth + 1))
+    """(path, string) for every string value in a result payload outside `skip_keys`."""
+    walked = payload_texts(payload, skip_keys)
+    if walked.too_deep_prose is not None:
+        raise StructureLimit(f"nested deeper than {MAX_DEPTH} levels at {walked.too_deep_prose}")
+    for text, link, _depth, _media, prose in walked.items:
+        if prose:
+            yield render_path(link), text

@@ -165,6 +165,22 @@ class MultiPattern:
                 yield Hit(index, chars.at(start), chars.at(end), groups)
 
 
+# A pattern anchored at the very start or end of the text, or turning multi-line mode off,
+# can match a text alone but not the same text inside a join.
+_UNJOINABLE = re2.compile(r"\\[Az]|\(\?[a-zA-Z]*-[a-zA-Z]*m")
+
+
+def line_prefilter(patterns: Sequence[str]) -> MultiPattern | None:
+    """The patterns in multi-line mode, for one set pass over many texts joined by newlines:
+    a pattern that matches one of the texts matches the join too (`^`/`$` match at the newlines,
+    which are also word edges), so no hit in the join means no hit in any text. None when a
+    pattern anchors at `\\A`/`\\z` or turns multi-line mode off (each text must then be scanned
+    on its own)."""
+    if any(_UNJOINABLE.search(p) for p in patterns):
+        return None
+    return MultiPattern(["(?m)" + p for p in patterns])
+
+
 class _CharOffsets:
     """Byte offsets in a UTF-8 encoding to character offsets in the text; identity for ASCII,
     else each lookup decodes only from the nearest offset already converted."""

@@ -136,9 +136,23 @@ class ContentScanner:
     def scan_text(self, text: str, path: str = "$") -> list[Finding]:
         return self._scan_text(text, path, with_rules=True)[0]
 
-    def scan_text_gated(self, text: str, path: str = "$") -> tuple[list[Finding], set[int]]:
-        """Findings, and the indices (into `gates`) of the gates that match."""
-        return self._scan_text(text, path, with_rules=True)
+    def scan_text_gated(
+        self, text: str, path: str = "$", with_rules: bool = True
+    ) -> tuple[list[Finding], set[int]]:
+        """Findings, and the indices (into `gates`) of the gates that match. `with_rules=False`:
+        `may_match` said no rule or gate can match; only the Unicode checks run."""
+        return self._scan_text(text, path, with_rules)
+
+    def may_match(self, texts: Sequence[str]) -> bool:
+        """False when no rule or gate can match in any of the texts: most texts match nothing,
+        and one set pass over them all says so, instead of one pass (and one Python round trip)
+        per text. True does not mean a rule matches."""
+        if not texts:
+            return False
+        if not self._joinable or len(texts) == 1:
+            return True
+        limit = self.max_text_chars
+        return bool(self._multi.matching("\n".join(text[:limit] for text in texts)))
 
     def _scan_text(self, text: str, path: str, with_rules: bool) -> tuple[list[Finding], set[int]]:
         if len(text) > self.max_text_chars:
@@ -165,15 +179,7 @@ class ContentScanner:
 
     def scan_fields(self, fields: Iterable[FieldText]) -> list[Finding]:
         texts = list(fields)
-        # Most definitions match no rule at all: one set pass over all their fields says so,
-        # instead of one pass (and one Python round trip) per field.
-        with_rules = not (
-            self._joinable
-            and len(texts) > 1
-            and not self._multi.matching(
-                "\n".join(field.text[: self.max_text_chars] for field in texts)
-            )
-        )
+        with_rules = self.may_match([field.text for field in texts])
         findings: list[Finding] = []
         for field in texts:
             if field.is_name:

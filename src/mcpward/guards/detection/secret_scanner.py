@@ -18,7 +18,7 @@ import re2
 from mcpward.guards.detection.entropy import shannon_entropy
 from mcpward.guards.detection.extract import MAX_DEPTH, StructureLimit
 from mcpward.guards.detection.gitleaks_rules import GitleaksRule, default_rules
-from mcpward.guards.detection.regex import MultiPattern, encodable
+from mcpward.guards.detection.regex import MultiPattern, encodable, line_prefilter
 from mcpward.guards.detection.scanner import CustomPattern
 from mcpward.guards.detection.secret_rules import (
     GENERIC_RULE,
@@ -26,6 +26,7 @@ from mcpward.guards.detection.secret_rules import (
     PROVIDER_RULES,
     SecretRule,
 )
+from mcpward.pipeline.texts import PayloadTexts, payload_texts
 
 _PLACEHOLDER_PARTS = (
     "xxxx", "****", "your", "example", "placeholder", "redacted", "dummy", "sample", "changeme",
@@ -211,6 +212,9 @@ class SecretScanner:
         self._keywords = MultiPattern(["(?i)" + re2.escape(k) for k in keywords])
         self.kinds = sorted({r.kind for r in rules} | {r.id for r in self._gitleaks})
         self._multi = MultiPattern([r.pattern for r in rules])
+        # A payload's strings are first searched together (one pass per set, not per string);
+        # rules without keywords would have to run on every string anyway.
+        self._joined = None if self._unkeyed else line_prefilter([r.pattern for r in rules])
         self._marker = marker
         # Each gitleaks candidate rule costs ~1-3 ms per MiB: beyond this size only the
         # built-in rules run, which keeps a 1 MiB result within its 10 ms budget.
@@ -340,13 +344,28 @@ class SecretScanner:
                 ), counts
         return redacted, counts
 
-    def redact_payload(self, payload: Any) -> tuple[Any, Counter[str]]:
+    def may_find(self, texts: Sequence[str]) -> bool:
+        """False when no rule can match in any of the texts: one pass per RE2 set over the texts
+        joined by newlines. True does not mean a secret is there (`find` says)."""
+        if not texts:
+            return False
+        if self._joined is None or len(texts) == 1:
+            return True
+        joined = "\n".join(texts)
+        if self._joined.matching(joined):
+            return True
+        return bool(self._gitleaks) and bool(self._keywords.matching(joined))
+
+    def redact_payload(
+        self, payload: Any, texts: PayloadTexts | None = None
+    ) -> tuple[Any, Counter[str]]:
         """A redacted copy of a JSON payload (the input is never changed), and counts per kind.
+        `texts`: the payload's strings if already walked (`payload_texts`).
 
         Returns the very same object when nothing was found, so the common case copies nothing.
         """
         counts: Counter[str] = Counter()
-        found = self._scan_payload(payload)
+        found = self._scan_payload(payload, texts)
         if not found:
             return payload, counts
         result = copy.deepcopy(payload)
@@ -380,30 +399,36 @@ class SecretScanner:
         counts.update(found)
         return redacted
 
-    def _scan_payload(self, payload: Any) -> bool:
+    def _scan_payload(self, payload: Any, texts: PayloadTexts | None = None) -> bool:
         """Whether any string in the payload (or JSON inside one) holds a secret."""
-        stack: list[tuple[Any, int]] = [(payload, 0)]
-        while stack:
-            node, depth = stack.pop()
-            if isinstance(node, str):
-                if self.find(node) or self._json_string_has_secret(node, depth):
-                    return True
-            elif depth > MAX_DEPTH:
-                raise StructureLimit(f"nested deeper than {MAX_DEPTH} levels")
-            elif isinstance(node, dict):
-                stack.extend((v, depth + 1) for k, v in node.items() if not _binary_field(node, k))
-            elif isinstance(node, list):
-                stack.extend((v, depth + 1) for v in node)
-        return False
+        strings = self._strings(payload, texts)
+        return self.may_find(strings) and any(self.find(text) for text in strings)
 
-    def _json_string_has_secret(self, text: str, depth: int) -> bool:
-        stripped = text.lstrip()
-        if stripped[:1] not in ("{", "[") or len(stripped) < 3:
-            return False
-        try:
-            decoded = orjson.loads(text)
-        except orjson.JSONDecodeError:
-            return False
-        if not isinstance(decoded, (dict, list)):
-            return False
-        return self._scan_payload(decoded) if depth < MAX_DEPTH else False
+    def _strings(self, payload: Any, texts: PayloadTexts | None = None) -> list[str]:
+        """The strings a secret can sit in: every string outside base64 media, and the strings
+        of JSON held in one (decoded, so escapes hide nothing)."""
+        walked = payload_texts(payload) if texts is None else texts
+        if walked.too_deep is not None:
+            raise StructureLimit(f"nested deeper than {MAX_DEPTH} levels at {walked.too_deep}")
+        out: list[str] = []
+        for text, _link, depth, media, _prose in walked.items:
+            if media:
+                continue
+            out.append(text)
+            if depth < MAX_DEPTH:
+                decoded = _json_container(text)
+                if decoded is not None:
+                    out += self._strings(decoded)
+        return out
+
+
+def _json_container(text: str) -> dict[str, Any] | list[Any] | None:
+    """The object or array a string holds as JSON, or None."""
+    stripped = text.lstrip()
+    if stripped[:1] not in ("{", "[") or len(stripped) < 3:
+        return None
+    try:
+        decoded = orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return None
+    return decoded if isinstance(decoded, (dict, list)) else None
