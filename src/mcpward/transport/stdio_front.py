@@ -20,6 +20,7 @@ from mcpward.protocol import errors, jsonrpc
 from mcpward.protocol.jsonrpc import FrameError, Message, RequestId
 from mcpward.relay.gateway import Gateway
 from mcpward.transport.framing import FrameReader, OversizedFrame, stream_limit
+from mcpward.transport.write_batch import WriteBatch
 
 log = logging.getLogger("mcpward.stdio")
 
@@ -31,20 +32,25 @@ class FileWriter:
 
     def __init__(self, fd: int) -> None:
         self._fd = fd
+        self._batch = WriteBatch(self._write_all)
 
-    def write(self, data: bytes) -> None:
+    def _write_all(self, data: bytes) -> None:
         view = memoryview(data)
         while view:
             view = view[os.write(self._fd, view) :]
 
+    def write(self, data: bytes) -> None:
+        self._batch.write(data)
+
     def buffered(self) -> int:
-        return 0
+        return self._batch.pending_bytes
 
     async def drain(self) -> None:
-        return None
+        self._batch.flush()
 
     def close(self) -> None:
         with contextlib.suppress(OSError):
+            self._batch.flush()
             os.close(self._fd)
 
 
@@ -53,17 +59,21 @@ class PipeWriter:
 
     def __init__(self, writer: asyncio.StreamWriter) -> None:
         self._writer = writer
+        self._batch = WriteBatch(writer.write)
 
     def write(self, data: bytes) -> None:
-        self._writer.write(data)
+        self._batch.write(data)
 
     def buffered(self) -> int:
-        return self._writer.transport.get_write_buffer_size()
+        return self._writer.transport.get_write_buffer_size() + self._batch.pending_bytes
 
     async def drain(self) -> None:
+        self._batch.flush()
         await self._writer.drain()
 
     def close(self) -> None:
+        with contextlib.suppress(Exception):  # the client may be gone: nothing to flush to
+            self._batch.flush()
         self._writer.close()
 
 

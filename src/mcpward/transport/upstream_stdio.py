@@ -22,6 +22,7 @@ from mcpward.protocol.canonical import canonical_sha256
 from mcpward.protocol.errors import UpstreamFailure
 from mcpward.transport.framing import FrameReader, OversizedFrame, stream_limit
 from mcpward.transport.upstream import UpstreamConnection, UpstreamUnavailable
+from mcpward.transport.write_batch import WriteBatch
 
 log = logging.getLogger("mcpward.upstream")
 
@@ -53,6 +54,7 @@ class StdioUpstreamConnection(UpstreamConnection):
         self._lifeline_w: int | None = None
         self._stderr_task: asyncio.Task[None] | None = None
         self._write_lock = asyncio.Lock()
+        self._batch: WriteBatch | None = None  # writes to the running process's stdin
         self._digest = canonical_sha256(
             {"kind": "stdio", "command": spec.command, "args": list(spec.args)}
         )
@@ -106,6 +108,8 @@ class StdioUpstreamConnection(UpstreamConnection):
         self._lifeline_w = write_fd
         assert self._proc.stdout is not None and self._proc.stderr is not None
         self._frames = FrameReader(self._proc.stdout, self.max_frame_bytes)
+        assert self._proc.stdin is not None
+        self._batch = WriteBatch(self._proc.stdin.write)
         self._stderr_task = asyncio.create_task(self._pump_stderr(self._proc.stderr))
         log.info("upstream %s started (pid %s)", self.upstream_id, self._proc.pid)
 
@@ -130,9 +134,12 @@ class StdioUpstreamConnection(UpstreamConnection):
         data = jsonrpc.dumps(message)
         if len(data) > self.max_frame_bytes:
             raise UpstreamUnavailable(UpstreamFailure.FRAME_TOO_LARGE, f"{len(data)} bytes")
+        batch = self._batch
+        assert batch is not None  # made with the process
         try:
-            proc.stdin.write(data + b"\n")
-            if proc.stdin.transport.get_write_buffer_size() > 65536:
+            batch.write(data + b"\n")
+            if proc.stdin.transport.get_write_buffer_size() + batch.pending_bytes > 65536:
+                batch.flush()
                 async with self._write_lock:
                     await proc.stdin.drain()
         except (BrokenPipeError, ConnectionResetError, RuntimeError) as exc:
@@ -178,6 +185,8 @@ class StdioUpstreamConnection(UpstreamConnection):
         if proc is not None and proc.returncode is None:
             if proc.stdin is not None:
                 with contextlib.suppress(Exception):
+                    if self._batch is not None:
+                        self._batch.flush()  # a cancellation sent just before, say
                     proc.stdin.close()
             try:
                 await asyncio.wait_for(proc.wait(), timeout=STDIN_GRACE_S)
