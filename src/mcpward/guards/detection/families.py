@@ -147,8 +147,12 @@ INSTRUCTION_RULES: list[Rule] = [
     Rule(
         "hidden-instruction",
         "bracket-directive",
-        _I + r"\[\s*(?:system|hidden|admin|metadata|role|configuration|secret|override|"
-        r"important)[ _-]?(?:directive|instructions?|override|note|message|prompt)?\s*\]",
+        # `[metadata]`, `[configuration]` (INI sections) and `ignore[override]` (a type
+        # checker's code) need a directive word or capitals.
+        _I + r"\[\s*(?:(?:system|hidden|admin|role|secret|important)[ _-]?"
+        r"(?:directive|instructions?|override|note|message|prompt)?|(?:metadata|configuration|"
+        r"override)[ _-]?(?:directive|instructions?|override|note|message|prompt)|"
+        r"(?-i:OVERRIDE|Override))\s*\]",
     ),
     Rule(
         "hidden-instruction",
@@ -314,8 +318,10 @@ INSTRUCTION_RULES: list[Rule] = [
         "change-argument",
         _I + r"\b(?:always|automatically|silently)\s+(?:change|modify|replace|set|rewrite|"
         r"redirect|override|append|add|include)\s+(?:the\s+)?(?:[`'\"]?\w+[`'\"]?\s+)?"
-        r"(?:parameter|argument|ticker|query|destination|name|url|value|input|address|"
-        r"recipient|path|to)\b",
+        # "set X to" only towards a quoted value, a URL or an address ("gets automatically set
+        # to the length" is documentation).
+        r"(?:(?:parameter|argument|ticker|query|destination|name|url|value|input|address|"
+        r"recipient|path)\b|to\s+(?:the\s+)?(?:attacker\b|external\b|[`'\"]|https?:|\S+@))",
     ),
     Rule(
         "parameter-tampering",
@@ -385,8 +391,9 @@ INSTRUCTION_RULES: list[Rule] = [
     Rule(
         "command-injection",
         "shell-recon",
-        _I + r"(?:\bcat\s+/etc/|\becho\s+\$[A-Z_]{2,}|\bwhoami\b\s*(?:&&|;|\|)|\bchmod\s+\+x\s|"
-        r"\bsudo\s+\w+|\bnc\s+-[el]|/dev/tcp/|\bbase64\s+-d\b\s*\|)",
+        # `echo $HOME` (an environment variable, upper case), not a shell script's `echo $x`.
+        _I + r"(?:\bcat\s+/etc/|(?-i:\becho\s+\$[A-Z_]{2,})|\bwhoami\b\s*(?:&&|;|\|)|"
+        r"\bchmod\s+\+x\s|\bsudo\s+\w+|\bnc\s+-[el]|/dev/tcp/|\bbase64\s+-d\b\s*\|)",
     ),
     Rule(
         "command-injection",
@@ -514,8 +521,10 @@ INJECTION_ONLY_RULES: list[Rule] = [
         "agent-directive",
         "your-code",
         _I + r"\b(?:your|the)\s+(?:code|codebase|implementation|solution|algorithm|program|"
-        r"script)\b[^.\n]{0,60}```|```[^`]{0,20}\n",
+        r"script)\b[^.\n]{0,60}```",
     ),
+    # A code fence alone is everyday Markdown (READMEs, docs, diffs): a weak cue.
+    Rule("agent-directive", "code-fence", r"```[^`]{0,20}\n", 0.25, max_hits=1),
     Rule(
         "agent-directive",
         "text-transform",
