@@ -83,7 +83,7 @@ async def test_unreadable_records_refuse_the_client() -> None:
     auth = Authenticator([ALICE], records=records)
     with pytest.raises(AuthFailure) as info:
         await auth.authenticate(f"Bearer {TOKEN}")
-    assert info.value.status == 401
+    assert info.value.status == 503  # unavailable, not "log in again"
     assert info.value.description == "client records cannot be read right now"
 
 

@@ -29,12 +29,12 @@ from tests.store.pg import pg_context
 from tests.support.postgres import running_cluster
 
 # the documented refusals while the database is away: the receipt cannot be committed (-32012),
-# or (HTTP) the token cannot be checked against the fleet's revocations
+# or (HTTP 503, Retry-After) the token cannot be checked against the fleet's revocations
 REVOCATIONS_DOWN = "token revocations cannot be checked right now"
 
 
 def documented(refusal: str) -> bool:
-    return refusal == "-32012" or (refusal.startswith("401 ") and REVOCATIONS_DOWN in refusal)
+    return refusal == "-32012" or (refusal.startswith("503 ") and REVOCATIONS_DOWN in refusal)
 
 
 def unreceipted(load: HttpLoad, context: StoreContext) -> list[str]:

@@ -59,6 +59,14 @@ class AuthFailure(Exception):
         return "Bearer " + ", ".join(params)
 
 
+class AuthUnavailable(AuthFailure):
+    """The credential cannot be checked right now (the store behind revocations or client
+    records is away): 503 with `Retry-After`, never a 401 that tells the client to log in again."""
+
+    def __init__(self, description: str) -> None:
+        super().__init__(503, description)
+
+
 class NoCredentialConfigured(ValueError):
     """The HTTP front would be open to anyone: refuse to start."""
 
@@ -86,32 +94,28 @@ class Authenticator:
         self._records = records
 
     def _refuse_revoked(self, client_id: str | None, token: str) -> None:
-        """401 for a revoked client or token; also when revocations cannot be read (fail closed)."""
+        """401 for a revoked client or token; 503 when revocations cannot be read (fail closed)."""
         if self._revocations is None:
             return
         try:
             revoked = self._revocations.revoked(client_id, hash_token(token))
         except RevocationUnavailable:
-            raise AuthFailure(
-                401, "token revocations cannot be checked right now", error="invalid_token"
-            ) from None
+            raise AuthUnavailable("token revocations cannot be checked right now") from None
         if revoked:
             raise AuthFailure(401, "token revoked", error="invalid_token")
 
     def _recorded(
         self, client_id: str | None, roles: Sequence[str], ceiling: ConsentCeiling
     ) -> tuple[tuple[str, ...], ConsentCeiling]:
-        """The client's roles and ceiling after its stored record; 401 when the records cannot
-        be read or its record fails its check (fail closed)."""
+        """The client's roles and ceiling after its stored record; 503 when the records cannot
+        be read, 401 when its record fails its check (fail closed)."""
         if self._records is None or client_id is None:
             return tuple(roles), ceiling
         try:
             stored = self._records.record(client_id)
         except ClientRecordsUnavailable as exc:
             log.warning("client %r refused: %s", client_id, exc)
-            raise AuthFailure(
-                401, "client records cannot be read right now", error="invalid_token"
-            ) from None
+            raise AuthUnavailable("client records cannot be read right now") from None
         return (tuple(roles), ceiling) if stored is None else stored.apply(roles, ceiling)
 
     async def start(self) -> None:

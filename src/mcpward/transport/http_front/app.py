@@ -9,7 +9,12 @@ import secrets
 from typing import Any
 from urllib.parse import urlsplit
 
-from mcpward.identity.authenticator import Authenticator, AuthFailure, Principal
+from mcpward.identity.authenticator import (
+    Authenticator,
+    AuthFailure,
+    AuthUnavailable,
+    Principal,
+)
 from mcpward.identity.consent import (
     CEILING_PARAM,
     ConsentCeiling,
@@ -20,7 +25,7 @@ from mcpward.protocol import errors, jsonrpc, methods
 from mcpward.protocol.eras import HANDSHAKE_VERSIONS
 from mcpward.protocol.jsonrpc import FrameError, FrameKind
 from mcpward.relay.gateway import Gateway
-from mcpward.transport.http_front.capacity import refuse_for_capacity
+from mcpward.transport.http_front.capacity import refuse_for_capacity, refuse_while_store_away
 from mcpward.transport.http_front.config import HttpFront
 from mcpward.transport.http_front.console_mount import (
     build_console,
@@ -183,6 +188,9 @@ class HttpFrontApp:
             if len(values) > 1:
                 raise AuthFailure(401, "more than one Authorization header", "invalid_request")
             return await self.auth.authenticate(values[0] if values else None)
+        except AuthUnavailable as away:
+            await refuse_while_store_away(send, away.description)
+            return None
         except AuthFailure as failure:
             challenge = failure.challenge(self.metadata_url).encode("latin-1", "replace")
             body = jsonrpc.error(None, errors.INVALID_REQUEST, failure.description)
