@@ -74,5 +74,8 @@ def count_open_holds(context: StoreContext) -> int | None:
         return None
     try:
         return len(store.holds())
+    except PinStoreError as exc:  # the database went away between opening and reading
+        log.warning("open holds not counted: %s", exc)
+        return None
     finally:
         store.close()
