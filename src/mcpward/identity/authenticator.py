@@ -9,7 +9,11 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from mcpward.identity.client_records import ClientRecordSet, ClientRecordsUnavailable
+from mcpward.identity.client_records import (
+    ClientRecordRefused,
+    ClientRecordSet,
+    ClientRecordsUnavailable,
+)
 from mcpward.identity.consent import CEILING_CLAIM, ConsentCeiling
 from mcpward.identity.models import OAuthSettings, StaticToken
 from mcpward.identity.oauth import JwtVerifier, TokenRejected, merge_roles
@@ -113,6 +117,9 @@ class Authenticator:
             return tuple(roles), ceiling
         try:
             stored = self._records.record(client_id)
+        except ClientRecordRefused as exc:
+            log.warning("client %r refused: %s", client_id, exc)
+            raise AuthFailure(401, "client record refused", error="invalid_token") from None
         except ClientRecordsUnavailable as exc:
             log.warning("client %r refused: %s", client_id, exc)
             raise AuthUnavailable("client records cannot be read right now") from None

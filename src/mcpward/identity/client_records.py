@@ -22,7 +22,12 @@ MAX_ROLES = 64
 
 
 class ClientRecordsUnavailable(Exception):
-    """The records cannot be read, or one fails its integrity check: the client is refused."""
+    """The records cannot be read right now: every client that needs them is refused."""
+
+
+class ClientRecordRefused(ClientRecordsUnavailable):
+    """This client's own record is unreadable or fails its integrity check: it is refused until
+    `mcpward clients reset` (not an outage: retrying will not help)."""
 
 
 @dataclass(frozen=True, slots=True)

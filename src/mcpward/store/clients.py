@@ -9,7 +9,12 @@ import time
 from pathlib import Path
 from typing import Protocol
 
-from mcpward.identity.client_records import ClientRecordSet, ClientRecordsUnavailable, StoredRecord
+from mcpward.identity.client_records import (
+    ClientRecordRefused,
+    ClientRecordSet,
+    ClientRecordsUnavailable,
+    StoredRecord,
+)
 from mcpward.store.client_rows import (
     COLUMNS,
     UNSET,
@@ -61,7 +66,7 @@ def read_snapshot(rows: list[tuple[object, ...]]) -> Snapshot:
 def lookup(snapshot: Snapshot, client_id: str) -> StoredRecord | None:
     entry = snapshot.get(client_id)
     if isinstance(entry, str):
-        raise ClientRecordsUnavailable(entry)
+        raise ClientRecordRefused(entry)
     return entry
 
 

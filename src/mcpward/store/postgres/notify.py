@@ -71,7 +71,9 @@ class ChangeWatcher:
                 self._connected.set()
                 self._bump(CHANNELS)  # whatever happened while away: re-read everything
                 while not self._stop.is_set():
-                    changed = [n.channel for n in conn.notifies(timeout=_POLL_S)]
+                    # returns at the first notification (the next turn takes any others), so
+                    # a change reaches this replica in one round trip, not at the poll's end
+                    changed = [n.channel for n in conn.notifies(timeout=_POLL_S, stop_after=1)]
                     if changed:
                         self._bump(changed)
                     else:
