@@ -93,7 +93,7 @@ def register(app: typer.Typer) -> None:
         state_dir = store.state_dir
         settings = ConsoleSettings(
             state_dir=state_dir,
-            evidence=EvidencePaths.resolve(state_dir, loaded.config.evidence.path, store.keys_dir),
+            evidence=EvidencePaths.resolve(state_dir, loaded.config.evidence.path, store=store),
             store=store,
             auth=AdminAuth(token),
             request_problem=host_policy(host, port, allowed_host or []).problem,

@@ -35,6 +35,7 @@ from mcpward.evidence.export import (
     read_jsonl,
 )
 from mcpward.evidence.ledger import Ledger, trusted_keys, verify_ledger
+from mcpward.evidence.ledger_keys import local_verifier_key
 from mcpward.evidence.schemas import SCHEMAS
 from mcpward.evidence.settings import EvidencePaths
 from mcpward.evidence.source import LedgerSource as EvidenceLedgerSource
@@ -103,7 +104,7 @@ def ledger_source(config: Path | None, state_dir: Path | None) -> LedgerSource:
         context = cli_store_context(state_dir, config)
     except (ConfigError, StoreChoiceError) as exc:
         raise _fail(str(exc)) from None
-    paths = EvidencePaths.resolve(context.state_dir, loaded.config.evidence.path, context.keys_dir)
+    paths = EvidencePaths.resolve(context.state_dir, loaded.config.evidence.path, store=context)
     return LedgerSource(paths, context)
 
 
@@ -235,7 +236,14 @@ def register(app: typer.Typer) -> None:
                     receipts_dir=receipts,
                     receipts_since=after,
                 )
-        except (OSError, ValueError, LedgerStoreError, CheckpointError, ExportError) as exc:
+        except (
+            OSError,
+            ValueError,
+            KeyFileError,
+            LedgerStoreError,
+            CheckpointError,
+            ExportError,
+        ) as exc:
             raise _fail(str(exc)) from None
         if as_json:
             typer.echo(json.dumps(report.to_dict(), indent=2))
@@ -366,9 +374,13 @@ def register(app: typer.Typer) -> None:
     def public_key_cmd(config: ConfigOpt = None, state_dir: StateDirOpt = None) -> None:
         """Print the checkpoint verifier key to publish (outsiders verify with it)."""
         paths = evidence_paths(config, state_dir)
-        if not paths.public_key.exists():
+        try:
+            key = local_verifier_key(paths)
+        except (OSError, KeyFileError) as exc:
+            raise _fail(str(exc)) from None
+        if key is None:
             raise _fail(f"no key yet at {paths.public_key}; it is created with the ledger")
-        typer.echo(paths.public_key.read_text(encoding="utf-8").strip())
+        typer.echo(key)
 
     @app.command("stats")
     def stats_cmd(

@@ -1,31 +1,34 @@
 """`mcpward store copy`: a single-box SQLite state into an empty PostgreSQL store.
 
-Pins (verified first: tampered pins are not carried over), holds, token revocations, the ledger
-with its checkpoints, and the evidence keys the ledger needs; then `ledger verify` on the target.
-The source is only read.
+Pins (verified first: tampered pins are not carried over), holds, token revocations, client
+records (re-MACed with the target's pins key, then read back and compared), the ledger with its
+checkpoints, and the evidence keys the ledger needs (copied, or checked against the target's
+SecretRefs); then `ledger verify` on the target. The source is only read.
 """
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
-
+from mcpward.cli.copy_keys import KeyCopyError, copy_evidence_keys
 from mcpward.config import ConfigError, load_config
 from mcpward.contracts.store import PinStoreError
 from mcpward.evidence.ledger import verify_ledger
 from mcpward.evidence.settings import EvidencePaths
 from mcpward.evidence.vocabulary import LedgerState
+from mcpward.identity.client_records import ClientRecordsUnavailable, StoredRecord
+from mcpward.store.clients import DB_NAME as CLIENTS_DB
+from mcpward.store.clients import SqliteClientRecords
 from mcpward.store.factory import (
-    PINS_KEY_NAME,
     StoreContext,
+    open_client_records,
     open_pin_store,
     open_revocations,
     store_ready,
 )
-from mcpward.store.keys import KeyFileError, read_secret
+from mcpward.store.keys import KeyFileError
 from mcpward.store.ledger_sqlite import LedgerStoreError, read_snapshot
 from mcpward.store.pins_sqlite import DB_NAME as PINS_DB
 from mcpward.store.pins_sqlite import SqlitePinStore
+from mcpward.store.postgres.clients import PostgresClientRecords
 from mcpward.store.postgres.ledger import open_postgres_snapshot
 from mcpward.store.postgres.ledger_import import LedgerImportError, import_ledger
 from mcpward.store.postgres.pool import PostgresUnavailable, acquire_pool, release_pool
@@ -47,49 +50,15 @@ def _evidence_paths(context: StoreContext) -> EvidencePaths:
             ledger = load_config(context.config_path).config.evidence.path
         except ConfigError as exc:
             raise CopyError(str(exc)) from None
-    keys = None if context.keys_dir == context.state_dir else context.keys_dir
-    return EvidencePaths.resolve(context.state_dir, ledger, keys)
-
-
-def _copy_key_file(source: Path, target: Path) -> bool:
-    """Copy one key file (0600, never overwriting); True if copied. A different key already at
-    the target is refused: the ledger would not verify with it."""
-    data = source.read_bytes()
-    if target.exists():
-        if target.read_bytes() != data:
-            raise CopyError(
-                f"{target} exists and differs from {source}; the copied ledger needs the "
-                "source's keys (use an empty keys.dir, or the source's keys)"
-            )
-        return False
-    target.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, source.stat().st_mode & 0o644)
-    try:
-        os.write(fd, data)
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    return True
-
-
-def _copy_keys(source: EvidencePaths, target: EvidencePaths) -> int:
-    copied = 0
-    if source.keys.is_dir():
-        for path in sorted(source.keys.iterdir()):
-            if path.is_file():
-                copied += _copy_key_file(path, target.keys / path.name)
-    if source.public_key.exists():
-        copied += _copy_key_file(source.public_key, target.public_key)
-    return copied
+    return EvidencePaths.resolve(context.state_dir, ledger, store=context)
 
 
 def _copy_pins(source: StoreContext, target: StoreContext) -> tuple[int, int, int]:
     if not (source.state_dir / PINS_DB).exists():
         return 0, 0, 0
     try:
-        key = read_secret(source.keys_dir / PINS_KEY_NAME)
-        src = SqlitePinStore(source.state_dir, key=key)
-    except (KeyFileError, OSError, PinStoreError) as exc:
+        src = SqlitePinStore(source.state_dir, key=source.pins_key(create=False))
+    except (OSError, PinStoreError) as exc:
         raise CopyError(f"source pin store: {exc}") from None
     try:
         dst = open_pin_store(target, listen=False)
@@ -136,6 +105,37 @@ def _copy_revocations(source: StoreContext, target: StoreContext) -> int:
         dst.close()
 
 
+def _copy_clients(source: StoreContext, target: StoreContext) -> int:
+    """Client records, re-MACed with the target's pins key; then read back and compared."""
+    if not (source.state_dir / CLIENTS_DB).exists():
+        return 0
+    src = SqliteClientRecords(source.state_dir)
+    try:
+        records = src.snapshot()
+    finally:
+        src.close()
+    unreadable = [entry for entry in records.values() if isinstance(entry, str)]
+    if unreadable:
+        raise CopyError("source client records are unreadable, nothing copied: " + unreadable[0])
+    dst = open_client_records(target, listen=False)
+    try:
+        if dst.snapshot():
+            raise CopyError("the target already has client records; copy only into a new store")
+        assert isinstance(dst, PostgresClientRecords)
+        dst.import_records([r for r in records.values() if isinstance(r, StoredRecord)])
+    finally:
+        dst.close()
+    check = open_client_records(target, listen=False)
+    try:
+        copied = check.snapshot()
+    finally:
+        check.close()
+    if copied != records:
+        wrong = sorted(set(copied.items()) ^ set(records.items()), key=str)[0]
+        raise CopyError(f"the copied client records do not verify (client {wrong[0]!r})")
+    return len(copied)
+
+
 def _copy_ledger(source: EvidencePaths, target: StoreContext) -> tuple[int, int]:
     if not source.ledger.exists():
         return 0, 0
@@ -158,20 +158,32 @@ def copy_store(source: StoreContext, target: StoreContext) -> list[str]:
         raise CopyError(f"the target store is not ready: {reason}")
     source_paths, target_paths = _evidence_paths(source), _evidence_paths(target)
     try:
-        keys = _copy_keys(source_paths, target_paths)
+        keys = copy_evidence_keys(source_paths, target_paths)
         upstreams, pins, holds = _copy_pins(source, target)
         revoked = _copy_revocations(source, target)
+        clients = _copy_clients(source, target)
         entries, checkpoints = _copy_ledger(source_paths, target)
-    except (LedgerStoreError, LedgerImportError, PostgresUnavailable, OSError) as exc:
+    except (
+        KeyCopyError,
+        ClientRecordsUnavailable,
+        LedgerStoreError,
+        LedgerImportError,
+        PostgresUnavailable,
+        OSError,
+    ) as exc:
         raise CopyError(str(exc)) from None
     lines = [
-        f"keys: {keys} file(s) copied to {target_paths.keys.parent}",
+        *keys,
         f"pins: {pins} pin(s) of {upstreams} upstream(s), {holds} hold(s)",
         f"token revocations: {revoked}",
+        f"client records: {clients} (read back from the target, each MAC checked)",
         f"ledger: {entries} entries, {checkpoints} checkpoint(s)",
     ]
     if entries:
-        report = verify_ledger(target_paths, view_of=open_postgres_snapshot(target.settings))
+        try:
+            report = verify_ledger(target_paths, view_of=open_postgres_snapshot(target.settings))
+        except KeyFileError as exc:
+            raise CopyError(str(exc)) from None
         if report.state not in _COPYABLE or report.entries != entries:
             raise CopyError(
                 f"the copied ledger does not verify: {report.state.value} ({report.message}); "

@@ -21,10 +21,12 @@ from mcpward.contracts.model import HoldRecord, Pin
 from mcpward.contracts.review import ReviewError, diff_holds
 from mcpward.contracts.sanitize import sanitize_text
 from mcpward.contracts.store import PinStore
+from mcpward.evidence.ledger_keys import local_verifier_key
 from mcpward.evidence.reviews import read_reviews
 from mcpward.evidence.source import LedgerSource
 from mcpward.evidence.store import LedgerView, StoredEntry
 from mcpward.evidence.vocabulary import EntryKind, LedgerState, PolicyDecision
+from mcpward.store.keys import KeyFileError
 from mcpward.store.ledger_sqlite import LedgerStoreError
 
 MAX_SCAN = 20_000
@@ -326,7 +328,7 @@ def ledger_state(source: LedgerSource) -> dict[str, Any]:
         return {"exists": False, "path": source.where}
     try:
         report = source.verify()
-    except LedgerStoreError as exc:
+    except (LedgerStoreError, KeyFileError) as exc:
         return {"exists": True, "path": source.where, "error": str(exc)}
     with _ledger(source) as view:
         checkpoints = view.checkpoints() if view else []
@@ -340,15 +342,17 @@ def ledger_state(source: LedgerSource) -> dict[str, Any]:
         "report": report.to_dict(),
         "checkpoint": latest.note if latest else None,
         "checkpoint_at": _stamp(latest.created_at) if latest else None,
-        "has_public_key": source.paths.public_key.exists(),
+        "has_public_key": public_key_text(source) is not None,
     }
 
 
 def public_key_text(source: LedgerSource) -> str | None:
+    """The checkpoint verifier key (`signing.pub` or derived from `keys.signing`), or None."""
     try:
-        return source.paths.public_key.read_text(encoding="utf-8")
-    except OSError:
+        key = local_verifier_key(source.paths)
+    except (OSError, KeyFileError):
         return None
+    return None if key is None else key + "\n"
 
 
 # -- guards ------------------------------------------------------------------------------------

@@ -135,7 +135,7 @@ def seal(
         keyring.reload()
         key_id = keyring.active_id()
     if key_id is None:
-        raise ChainError(f"no active HMAC key in {keyring.directory}")
+        raise ChainError(f"no active HMAC key in {keyring.where}")
     prev = head.head_hash
     sealed: list[SealedEntry] = []
     seq = head.size
@@ -146,7 +146,7 @@ def seal(
             if key is None:
                 raise ChainError(
                     f"HMAC key {key_id} (which the ledger's last entry names) is missing from "
-                    f"{keyring.directory}; restore it from backup: the ledger cannot be extended "
+                    f"{keyring.where}; restore it from backup: the ledger cannot be extended "
                     "without it"
                 )
         body = entry_body(seq, item, key_id)

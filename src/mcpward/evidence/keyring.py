@@ -9,12 +9,14 @@ import functools
 import hashlib
 import hmac
 import os
+from collections.abc import Sequence
 from pathlib import Path
 
 from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 
 from mcpward.evidence.note import NoteSigner, VerifierKey
-from mcpward.store.keys import KeyFileError, load_or_create_secret, read_secret
+from mcpward.secret_refs import SecretRef
+from mcpward.store.keys import KeyFileError, key_from_ref, load_or_create_secret, read_secret
 
 HMAC_PREFIX = "hmac-"
 HMAC_SUFFIX = ".key"
@@ -62,6 +64,11 @@ class HmacKeyring:
         self._keys: dict[str, bytes] = {}
         self.problems: list[str] = []
         self.reload()
+
+    @property
+    def where(self) -> str:
+        """Where the keys come from, for messages."""
+        return str(self.directory)
 
     def reload(self) -> None:
         self._keys.clear()
@@ -125,14 +132,76 @@ class HmacKeyring:
         self.set_active(key_id)
         return key_id
 
+    def rotation_target(self) -> str:
+        """The key a rotation moves the ledger to: a new one."""
+        return self.create()
+
     def set_active(self, key_id: str) -> None:
         if key_id not in self._keys:
             raise KeyFileError(f"HMAC key {key_id} is not in {self.directory}")
         _write_text_atomic(self.directory / ACTIVE_FILE, key_id + "\n", 0o600)
 
 
+class ConfiguredHmacKeys(HmacKeyring):
+    """HMAC keys given by SecretRefs (`keys.ledger_hmac`), newest first: read once, never
+    created. A new ledger starts with the first; a rotation moves the ledger to the first."""
+
+    def __init__(self, refs: Sequence[SecretRef], setting: str = "keys.ledger_hmac") -> None:
+        if not refs:
+            raise KeyFileError(f"{setting} names no key")
+        self.setting = setting
+        self._keys = {}
+        self.problems = []
+        for index, ref in enumerate(refs):
+            name = f"{setting}[{index}]"
+            key = key_from_ref(ref, name)
+            key_id = hmac_key_id(key)
+            if key_id in self._keys:
+                first = list(self._keys).index(key_id)
+                raise KeyFileError(f"{name} is the same key as {setting}[{first}]")
+            self._keys[key_id] = key
+        self._first = next(iter(self._keys))
+
+    @property
+    def where(self) -> str:
+        return self.setting
+
+    def reload(self) -> None:
+        """Nothing to re-read: the keys are the process's configuration."""
+
+    def active_id(self) -> str:
+        return self._first
+
+    def ensure_active(self) -> str:
+        return self._first
+
+    def create(self) -> str:
+        raise KeyFileError(
+            f"{self.setting} gives the HMAC keys, so none is created here: put a new key first "
+            f"in {self.setting} on every replica, then run `mcpward ledger rotate-key`"
+        )
+
+    def rotation_target(self) -> str:
+        return self._first
+
+    def set_active(self, key_id: str) -> None:
+        raise KeyFileError(f"{self.setting}: the first key listed is the active one")
+
+
 def signer_name(public: bytes) -> str:
     return SIGNER_NAME_PREFIX + hashlib.sha256(public).hexdigest()[:16]
+
+
+def signer_from_seed(seed: bytes) -> NoteSigner:
+    """The Ed25519 checkpoint signer of a 32-byte seed, named after its public key."""
+    private = NoteSigner.from_seed("x", seed).private
+    public = private.public_key().public_bytes(Encoding.Raw, PublicFormat.Raw)
+    return NoteSigner.from_seed(signer_name(public), seed)
+
+
+def signer_from_ref(ref: SecretRef, setting: str = "keys.signing") -> NoteSigner:
+    """The signer whose seed a SecretRef names (read, never created; no `.pub` is written)."""
+    return signer_from_seed(key_from_ref(ref, setting))
 
 
 def load_or_create_signer(keys_dir: Path, public_key_file: Path) -> NoteSigner:
@@ -141,10 +210,7 @@ def load_or_create_signer(keys_dir: Path, public_key_file: Path) -> NoteSigner:
     A `.pub` that does not match the private key means one of them was replaced: refuse.
     """
     keys_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
-    seed = load_or_create_secret(keys_dir / SIGNING_FILE)
-    signer = NoteSigner.from_seed("x", seed)
-    public = signer.private.public_key().public_bytes(Encoding.Raw, PublicFormat.Raw)
-    signer = NoteSigner.from_seed(signer_name(public), seed)
+    signer = signer_from_seed(load_or_create_secret(keys_dir / SIGNING_FILE))
     encoded = signer.verifier().encode()
     try:
         existing = public_key_file.read_text(encoding="utf-8").strip()

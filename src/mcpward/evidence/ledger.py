@@ -14,12 +14,19 @@ from pathlib import Path
 
 from mcpward.evidence.chain import ChainHead, PendingEntry, SealedEntry, seal
 from mcpward.evidence.checkpoint import Checkpoint, SignedCheckpoint, origin_for, read_unverified
-from mcpward.evidence.keyring import HmacKeyring, load_or_create_signer, read_verifier_keys
+from mcpward.evidence.keyring import ConfiguredHmacKeys, HmacKeyring, read_verifier_keys
+from mcpward.evidence.ledger_keys import (
+    LedgerKeys,
+    existing_hmac_keys,
+    load_ledger_keys,
+    local_verifiers,
+)
 from mcpward.evidence.note import NoteSigner, VerifierKey
 from mcpward.evidence.settings import EvidencePaths
 from mcpward.evidence.store import LedgerStore, LedgerView, StoredCheckpoint
 from mcpward.evidence.verify import LedgerVerifier, VerifyReport
 from mcpward.evidence.vocabulary import EntryKind
+from mcpward.store.keys import KeyFileError
 from mcpward.store.ledger_sqlite import SqliteLedgerStore, read_snapshot
 
 
@@ -43,18 +50,32 @@ class Ledger:
 
     @classmethod
     def open(
-        cls, paths: EvidencePaths, *, synchronous: str = "FULL", store: LedgerStore | None = None
+        cls,
+        paths: EvidencePaths,
+        *,
+        synchronous: str = "FULL",
+        store: LedgerStore | None = None,
+        keys: LedgerKeys | None = None,
     ) -> Ledger:
         """Open (creating on first run) the ledger, its HMAC key and its signing key. `store`:
-        an opened backend (the fleet's PostgreSQL ledger); default: the SQLite file of `paths`."""
+        an opened backend (the fleet's PostgreSQL ledger); default: the SQLite file of `paths`.
+        `keys`: loaded already (default: from `paths`). Raises KeyFileError for unusable keys."""
         paths.root.mkdir(parents=True, exist_ok=True, mode=0o700)
-        paths.keys.mkdir(parents=True, exist_ok=True, mode=0o700)
-        keyring = HmacKeyring(paths.keys)
-        keyring.ensure_active()
-        signer = load_or_create_signer(paths.keys, paths.public_key)
+        keys = load_ledger_keys(paths) if keys is None else keys
+        owned = store is None  # closed here if refused; a given store is the caller's
         if store is None:
             store = SqliteLedgerStore(paths.ledger, synchronous=synchronous)
-        return cls(store, keyring, signer, paths)
+        ledger = cls(store, keys.keyring, keys.signer, paths)
+        if isinstance(keys.keyring, ConfiguredHmacKeys):  # a config change can swap keys
+            current = ledger.head().next_key_id
+            if current is not None and keys.keyring.get(current) is None:
+                if owned:
+                    store.close()
+                raise KeyFileError(
+                    f"the ledger's current HMAC key {current} is not in {keys.keyring.where} "
+                    "(keys of another ledger?); it cannot be extended without it"
+                )
+        return ledger
 
     @property
     def origin(self) -> str:
@@ -76,7 +97,7 @@ class Ledger:
         Entries after the rotation use the new key; old keys stay in the keyring for verification.
         """
         previous = self.keyring.ensure_active()
-        new_key = self.keyring.create()
+        new_key = self.keyring.rotation_target()
         recorded = time.time() if now is None else now
         used: list[str] = []
 
@@ -85,6 +106,12 @@ class Ledger:
             # have rotated since we read it).
             old = head.next_key_id if head.size else previous
             assert old is not None
+            if old == new_key:
+                raise KeyFileError(
+                    f"the ledger already uses HMAC key {new_key}, the newest in "
+                    f"{self.keyring.where}; put a new key first there (on every replica), then "
+                    "rotate"
+                )
             used.append(old)
             event = {"old_key_id": old, "new_key_id": new_key}
             entry = PendingEntry(EntryKind.KEY_ROTATION, recorded, event=event)
@@ -133,15 +160,15 @@ def write_public_file(path: Path, text: str) -> None:
 def trusted_keys(
     paths: EvidencePaths, public_keys: Sequence[Path], use_hmac: bool
 ) -> tuple[list[VerifierKey], HmacKeyring | None]:
-    """The checkpoint keys a verifier trusts (the given files, else the state dir's
-    `signing.pub`) and the HMAC keyring when `use_hmac` and the keys directory exists."""
+    """The checkpoint keys a verifier trusts (the given files, else the store's own: `signing.pub`
+    or `keys.signing`) and, when `use_hmac`, the HMAC keys (`keys.ledger_hmac`, else the keys
+    directory when it exists). Raises KeyFileError for a key SecretRef that cannot be read."""
     verifiers: list[VerifierKey] = []
     for key_file in public_keys:
         verifiers.extend(read_verifier_keys(key_file))
-    if not public_keys and paths.public_key.exists():
-        verifiers.extend(read_verifier_keys(paths.public_key))
-    keyring = HmacKeyring(paths.keys) if use_hmac and paths.keys.is_dir() else None
-    return verifiers, keyring
+    if not public_keys:
+        verifiers.extend(local_verifiers(paths))
+    return verifiers, existing_hmac_keys(paths) if use_hmac else None
 
 
 def verify_ledger(
@@ -157,8 +184,8 @@ def verify_ledger(
     """Verify a ledger (the SQLite file of `paths`, or the snapshot `view_of` opens: the fleet's
     PostgreSQL ledger) without writing to it or creating keys.
 
-    Trusted public keys: the given files, else the state dir's `signing.pub`. HMACs are checked
-    when `use_hmac` and the keys directory exists (the key holder's view).
+    Trusted public keys: the given files, else the store's own (`signing.pub` or `keys.signing`).
+    HMACs are checked when `use_hmac` and the keys are there (the key holder's view).
     """
     verifiers, keyring = trusted_keys(paths, public_keys, use_hmac)
     with read_snapshot(paths.ledger) if view_of is None else view_of as view:

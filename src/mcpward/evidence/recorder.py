@@ -17,6 +17,7 @@ from pathlib import Path
 
 from mcpward.evidence.checkpoint import CheckpointError, open_checkpoint
 from mcpward.evidence.ledger import Ledger
+from mcpward.evidence.ledger_keys import load_ledger_keys
 from mcpward.evidence.note import NoteError
 from mcpward.evidence.receipt import check_record, payload_hashes
 from mcpward.evidence.record import DecisionRecord, NullRecorder, Recorder
@@ -161,17 +162,17 @@ def open_ledger(
     writer's fsync thread makes it durable: before the answer (sync) or on a timer (crash_safe).
     PostgreSQL: sync commits with synchronous_commit on (flushed by the server before COMMIT
     returns); crash_safe and batched with it off, and the fsync thread forces the flush."""
-    keys_dir = store.keys_dir if store is not None else None
-    paths = EvidencePaths.resolve(state_dir, settings.path, keys_dir)
+    paths = EvidencePaths.resolve(state_dir, settings.path, store=store)
     if store is None or not store.postgres:
         return Ledger.open(paths, synchronous="NORMAL")
+    keys = load_ledger_keys(paths)  # before the database: a bad key refuses the start
     backend = open_postgres_ledger(
         store.settings,
         synchronous_commit=settings.durability == "sync",
         migrate_hint=migrate_hint(store),
     )
     try:
-        return Ledger.open(paths, store=backend)
+        return Ledger.open(paths, store=backend, keys=keys)
     except BaseException:
         backend.close()
         raise

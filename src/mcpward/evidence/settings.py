@@ -8,9 +8,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
+
+from mcpward.secret_refs import SecretRef
 
 Durability = Literal["crash_safe", "sync", "batched"]
 # What each level can lose, in one line each (docs/evidence.md says it at length).
@@ -74,22 +76,46 @@ class EvidenceSettings(BaseModel):
     )
 
 
+class KeySources(Protocol):
+    """Where a store's keys are (`store.factory.StoreContext`; structural: no import upward)."""
+
+    @property
+    def keys_dir(self) -> Path: ...
+
+    @property
+    def hmac_refs(self) -> tuple[SecretRef, ...]: ...
+
+    @property
+    def signing_ref(self) -> SecretRef | None: ...
+
+
 @dataclass(frozen=True, slots=True)
 class EvidencePaths:
-    """Files of the evidence layer. Keys are secret (0600); the `.pub` verifier key is public."""
+    """Files of the evidence layer. Keys are secret (0600); the `.pub` verifier key is public.
+    `hmac_refs` / `signing_ref` (`keys.ledger_hmac`, `keys.signing`) replace the key files."""
 
     root: Path
     ledger: Path
     keys: Path
     public_key: Path
     latest_checkpoint: Path
+    hmac_refs: tuple[SecretRef, ...] = ()
+    signing_ref: SecretRef | None = None
 
     @classmethod
     def resolve(
-        cls, state_dir: Path, ledger: Path | None = None, keys_dir: Path | None = None
+        cls,
+        state_dir: Path,
+        ledger: Path | None = None,
+        keys_dir: Path | None = None,
+        *,
+        store: KeySources | None = None,
     ) -> EvidencePaths:
         """`keys_dir` (the `keys:` section; a fleet shares it) holds `evidence/keys` and
-        `evidence/signing.pub`; default: the state dir."""
+        `evidence/signing.pub`; default: the state dir. `store`: its keys dir and key SecretRefs
+        (instead of `keys_dir`)."""
+        if store is not None:
+            keys_dir = store.keys_dir
         root = state_dir / "evidence"
         key_root = root if keys_dir is None else keys_dir / "evidence"
         path = root / "ledger.sqlite" if ledger is None else ledger.expanduser()
@@ -99,4 +125,6 @@ class EvidencePaths:
             keys=key_root / "keys",
             public_key=key_root / "signing.pub",
             latest_checkpoint=root / "checkpoint.latest",
+            hmac_refs=store.hmac_refs if store is not None else (),
+            signing_ref=store.signing_ref if store is not None else None,
         )

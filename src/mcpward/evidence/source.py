@@ -7,6 +7,7 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass
 
 from mcpward.evidence.ledger import Ledger, verify_ledger
+from mcpward.evidence.ledger_keys import load_ledger_keys
 from mcpward.evidence.settings import EvidencePaths
 from mcpward.evidence.store import LedgerView
 from mcpward.evidence.verify import VerifyReport
@@ -52,11 +53,12 @@ class LedgerSource:
         """The writable ledger (SQLite: created if missing)."""
         if self.store is None or not self.store.postgres:
             return Ledger.open(self.paths)
+        keys = load_ledger_keys(self.paths)
         backend = open_postgres_ledger(
             self.store.settings, synchronous_commit=True, migrate_hint=migrate_hint(self.store)
         )
         try:
-            return Ledger.open(self.paths, store=backend)
+            return Ledger.open(self.paths, store=backend, keys=keys)
         except BaseException:
             backend.close()
             raise

@@ -261,8 +261,7 @@ class LedgerVerifier:
             if key is None:
                 return _Problem(
                     VerifyReason.HMAC_KEY_UNKNOWN,
-                    f"entry {seq} names HMAC key {key_id}, which is not in "
-                    f"{self.keyring.directory}",
+                    f"entry {seq} names HMAC key {key_id}, which is not in {self.keyring.where}",
                     seq,
                 ), None
             if not hmac.compare_digest(entry_hmac(key, stored.entry_hash), stored.hmac):

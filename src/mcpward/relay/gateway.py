@@ -27,6 +27,7 @@ from mcpward.relay.session import Downstream, Session
 from mcpward.relay.shared import SessionServices
 from mcpward.relay.traced import CallTracer
 from mcpward.store.factory import StoreContext, context_from_config
+from mcpward.store.keys import KeyFileError
 from mcpward.store.paths import resolve_state_dir
 from mcpward.store.postgres.pool import PostgresUnavailable
 from mcpward.store.replica import ReplicaStore
@@ -126,7 +127,10 @@ class Gateway:
         except PostgresUnavailable as exc:
             raise GatewayStartError(f"store: {exc}") from None
         if recorder is None:
-            recorder = replica_recorder(loaded.config.evidence, state_dir, store, replica)
+            try:
+                recorder = replica_recorder(loaded.config.evidence, state_dir, store, replica)
+            except KeyFileError as exc:  # a key missing, malformed or not the ledger's
+                raise GatewayStartError(f"evidence: {exc}") from None
         gateway = cls(loaded, state_dir, recorder, connections)
         gateway.store = store
         gateway.replica = replica

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Protocol
 from mcpward.contracts.store import PinStore, PinStoreError
 from mcpward.identity.revocations import RevocationSet, RevocationUnavailable
 from mcpward.secret_refs import SecretRef
-from mcpward.store.keys import KeyFileError, key_from_ref, load_or_create_secret
+from mcpward.store.keys import KeyFileError, key_from_ref, load_or_create_secret, read_secret
 from mcpward.store.paths import resolve_state_dir
 from mcpward.store.settings import KeysSettings, StoreSettings
 
@@ -51,6 +51,8 @@ class StoreContext:
     keys_dir: Path
     config_path: Path | None = None  # the config file naming this store, if any
     pins_ref: SecretRef | None = None  # `keys.pins`: the pins key from a SecretRef, not the dir
+    hmac_refs: tuple[SecretRef, ...] = ()  # `keys.ledger_hmac`: the ledger's HMAC keys
+    signing_ref: SecretRef | None = None  # `keys.signing`: the checkpoint signing key
 
     @property
     def postgres(self) -> bool:
@@ -59,14 +61,20 @@ class StoreContext:
     def cli_args(self) -> tuple[str, ...]:
         """The arguments that point a CLI command at this store (`--config F` for PostgreSQL:
         the database is only reachable through the config)."""
-        separate_keys = self.keys_dir != self.state_dir or self.pins_ref is not None
+        separate_keys = self.keys_dir != self.state_dir or self.keys_by_ref
         if self.config_path is not None and (self.postgres or separate_keys):
             return ("--config", str(self.config_path))
         return ("--state-dir", str(self.state_dir))
 
-    def pins_key(self) -> bytes:
+    @property
+    def keys_by_ref(self) -> bool:
+        """Some key comes from a SecretRef (only the config file names it)."""
+        return self.pins_ref is not None or bool(self.hmac_refs) or self.signing_ref is not None
+
+    def pins_key(self, *, create: bool = True) -> bytes:
         """The key that MACs pins, holds, revocations and client records: `keys.pins` when
-        given (read, never created), else `pins.key` in the keys directory (created once)."""
+        given (read, never created), else `pins.key` in the keys directory (created once unless
+        `create` is False)."""
         if self.pins_ref is not None:
             try:
                 return key_from_ref(self.pins_ref, "keys.pins")
@@ -74,6 +82,8 @@ class StoreContext:
                 raise PinStoreError(f"pin store key {exc}") from None
         path = self.keys_dir / PINS_KEY_NAME
         try:
+            if not create:
+                return read_secret(path)
             self.keys_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
             return load_or_create_secret(path)
         except (KeyFileError, OSError) as exc:
@@ -89,7 +99,16 @@ def context_from_config(config: ConfigWithStore, config_path: Path | str | None)
     state_dir = resolve_state_dir(config.state_dir)
     keys_dir = config.keys.dir.expanduser() if config.keys.dir is not None else state_dir
     path = Path(config_path).expanduser().resolve() if config_path is not None else None
-    return StoreContext(config.store, state_dir, keys_dir, path, config.keys.pins)
+    keys = config.keys
+    return StoreContext(
+        config.store,
+        state_dir,
+        keys_dir,
+        path,
+        keys.pins,
+        tuple(keys.ledger_hmac or ()),
+        keys.signing,
+    )
 
 
 def migrate_hint(context: StoreContext) -> str:

@@ -8,11 +8,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from mcpward.secret_refs import SecretRef
 
 StoreKind = Literal["sqlite", "postgres"]
+MAX_HMAC_KEYS = 64  # keys.ledger_hmac: the current key and the older ones still verified
 
 
 class PoolSettings(BaseModel):
@@ -94,9 +95,32 @@ class KeysSettings(BaseModel):
         "SecretRef instead of dir/pins.key: 32 bytes written as 64 hex digits or base64 "
         "(make one with `head -c 32 /dev/urandom | base64`). It is read, never created.",
     )
+    ledger_hmac: list[SecretRef] | None = Field(
+        default=None,
+        min_length=1,
+        max_length=MAX_HMAC_KEYS,
+        description="The ledger's HMAC keys as SecretRefs instead of dir/evidence/keys, each 32 "
+        "bytes (hex or base64), newest first: a new ledger starts with the first, and "
+        "`mcpward ledger rotate-key` moves the ledger to the first; older keys stay listed so "
+        "their entries verify. One SecretRef alone is a list of one. Read, never created.",
+    )
+    signing: SecretRef | None = Field(
+        default=None,
+        description="The checkpoint signing key (an Ed25519 seed: 32 bytes, hex or base64) as a "
+        "SecretRef instead of dir/evidence/keys/signing.key; no signing.pub is written: "
+        "`mcpward ledger public-key --config F` derives it. Read, never created.",
+    )
+
+    @field_validator("ledger_hmac", mode="before")
+    @classmethod
+    def _one_is_a_list(cls, value: object) -> object:
+        return [value] if isinstance(value, dict | SecretRef) else value
 
     @model_validator(mode="after")
     def _bare_keys(self) -> KeysSettings:
-        if self.pins is not None and self.pins.prefix:
-            raise ValueError("keys.pins takes no prefix: the value is the key itself")
+        named = [("keys.pins", self.pins), ("keys.signing", self.signing)]
+        named += [(f"keys.ledger_hmac[{i}]", ref) for i, ref in enumerate(self.ledger_hmac or [])]
+        for name, ref in named:
+            if ref is not None and ref.prefix:
+                raise ValueError(f"{name} takes no prefix: the value is the key itself")
         return self

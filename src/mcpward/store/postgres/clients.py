@@ -6,6 +6,8 @@ the database): a row edited in the database refuses its client instead of wideni
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
+from typing import Any
 
 import psycopg
 
@@ -82,17 +84,35 @@ class PostgresClientRecords:
                 record = changed(existing, client_id, time.time(), roles, ceiling)
                 conn.execute("DELETE FROM client_records WHERE client_id = %s", (client_id,))
                 if record is not None:
-                    row = encode(record)
-                    conn.execute(
-                        f"INSERT INTO client_records ({COLUMNS}, mac) VALUES (%s, %s, %s, %s, %s)",
-                        (*row, self._macs.mac(_MAC_KIND, *row)),
-                    )
+                    self._insert(conn, [record])
                 notify(conn, CLIENTS_CHANNEL)
         except (PostgresUnavailable, psycopg.Error) as exc:
             raise _unavailable(first_line(exc)) from None
         finally:
             self._table.invalidate()
         return record
+
+    def import_records(self, records: Sequence[StoredRecord]) -> int:
+        """Insert records as they are (`updated_at` kept), MACed with this store's key, in one
+        transaction, and tell every replica (`mcpward store copy`). An id already stored fails
+        the whole import."""
+        try:
+            with self._pool.connection() as conn, conn.transaction():
+                self._insert(conn, records)
+                notify(conn, CLIENTS_CHANNEL)
+        except (PostgresUnavailable, psycopg.Error) as exc:
+            raise _unavailable(first_line(exc)) from None
+        finally:
+            self._table.invalidate()
+        return len(records)
+
+    def _insert(self, conn: psycopg.Connection[Any], records: Sequence[StoredRecord]) -> None:
+        rows = [encode(record) for record in records]
+        with conn.cursor() as cursor:
+            cursor.executemany(
+                f"INSERT INTO client_records ({COLUMNS}, mac) VALUES (%s, %s, %s, %s, %s)",
+                [(*row, self._macs.mac(_MAC_KIND, *row)) for row in rows],
+            )
 
     def reset(self, client_id: str) -> bool:
         """Drop the stored record (the config's entry stands again) and tell every replica."""

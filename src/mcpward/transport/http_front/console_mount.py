@@ -39,7 +39,7 @@ def build_console(
         check_not_a_client_token(token, (t.token_sha256 for t in front.tokens))
     except (SecretUnavailable, AdminTokenError) as exc:
         raise HttpFrontRefused(f"front.admin_token: {exc}") from None
-    evidence = EvidencePaths.resolve(state_dir, ledger, store.keys_dir if store else None)
+    evidence = EvidencePaths.resolve(state_dir, ledger, store=store)
     return create_console_app(ConsoleSettings(state_dir, evidence, AdminAuth(token), store=store))
 
 
