@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from mcpward.identity.consent import ConsentCeiling
+from mcpward.identity.ceilings import ConsentCeiling
 from mcpward.identity.models import CLIENT_ID, OAuthSettings, StaticToken, check_role_names
 
 _CLIENT_ID = re.compile(CLIENT_ID)

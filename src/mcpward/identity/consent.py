@@ -1,13 +1,13 @@
-"""Consent ceilings: how far a client may go (read_only < no_destructive < full), as recorded for
-it, and how a session may narrow, never widen, that record.
+"""Consent ceilings on an authenticated identity: where the ceiling recorded for a client is kept,
+and how a session may narrow, never widen, that record (the ceilings themselves: ceilings.py).
 """
 
 from __future__ import annotations
 
 import dataclasses
-from enum import StrEnum
 from typing import Any
 
+from mcpward.identity.ceilings import ConsentCeiling, parse_ceiling
 from mcpward.pipeline.context import Identity
 
 # Identity.claims key under which the authenticator records the client's ceiling. The key is set by
@@ -18,38 +18,6 @@ CEILING_CLAIM = "mcpward.consent_ceiling"
 # any request (2026-07-28). It can only lower the ceiling recorded for its credential.
 CEILING_META_KEY = "dev.mcpward/consentCeiling"
 CEILING_PARAM = "consentCeiling"
-
-
-class ConsentCeiling(StrEnum):
-    READ_ONLY = "read_only"
-    NO_DESTRUCTIVE = "no_destructive"
-    FULL = "full"
-
-    @property
-    def rank(self) -> int:
-        return _RANK[self]
-
-    def permits(self, needed: ConsentCeiling) -> bool:
-        return needed.rank <= self.rank
-
-    def narrowed_to(self, requested: ConsentCeiling | None) -> ConsentCeiling:
-        """The session's ceiling: the lower of the recorded one and what the client asks for."""
-        if requested is None or requested.rank >= self.rank:
-            return self
-        return requested
-
-
-_RANK = {ConsentCeiling.READ_ONLY: 0, ConsentCeiling.NO_DESTRUCTIVE: 1, ConsentCeiling.FULL: 2}
-
-
-def parse_ceiling(value: object) -> ConsentCeiling | None:
-    """A ceiling named by a client or a token claim; None if absent or not one of the three."""
-    if isinstance(value, str):
-        try:
-            return ConsentCeiling(value)
-        except ValueError:
-            return None
-    return None
 
 
 def ceiling_of(identity: Identity | None) -> ConsentCeiling | None:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from mcpward.identity.consent import ConsentCeiling
+from mcpward.identity.ceilings import ConsentCeiling
 
 CLIENT_ID = r"^[A-Za-z0-9][A-Za-z0-9_.@:-]{0,127}$"
 ROLE = r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}$"

@@ -7,8 +7,8 @@ import dataclasses
 import json
 from typing import Any, Final
 
+from mcpward.identity.ceilings import ConsentCeiling
 from mcpward.identity.client_records import StoredRecord, check_client_id, check_roles
-from mcpward.identity.consent import ConsentCeiling
 
 Row = tuple[str, str | None, str | None, float]  # client_id, roles, consent_ceiling, updated_at
 COLUMNS = "client_id, roles, consent_ceiling, updated_at"
