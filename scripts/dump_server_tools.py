@@ -254,7 +254,13 @@ async def dump(spec: ServerSpec, scratch: Path, timeout: float) -> list[dict[str
     except Skip:
         raise
     except Exception as exc:  # the server exited or spoke something else: say which
-        raise Skip(f"start failed: {type(exc).__name__}: {str(exc)[:160]}") from None
+        leaf: BaseException = exc
+        while isinstance(leaf, BaseExceptionGroup) and leaf.exceptions:
+            leaf = leaf.exceptions[0]
+        reason = (
+            str(leaf)[:160] or "the server closed its output (exited, e.g. missing credentials)"
+        )
+        raise Skip(f"start failed: {type(leaf).__name__}: {reason}") from None
     if not tools:
         raise Skip("listed no tools (without credentials)")
     return tools
