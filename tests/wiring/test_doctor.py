@@ -3,17 +3,21 @@ reports, what it asks to fix, and its exit code."""
 
 from __future__ import annotations
 
+import base64
 import json
 import os
+import secrets
 import sys
+import time
 from pathlib import Path
+from urllib.parse import unquote, urlsplit
 
 import pytest
 
 from mcpward.store.pins_sqlite import SqlitePinStore
 from mcpward.wiring.clients import default_config_path
 from tests.support import paths
-from tests.wiring.support import mcpward
+from tests.wiring.support import Run, mcpward
 
 
 @pytest.fixture
@@ -147,3 +151,142 @@ def test_a_project_config_wired_with_config_file_is_checked(home: Path, tmp_path
     run = mcpward("doctor")
     assert run.code == 0, run.text
     assert f"ok    client claude-code: {project}: 1 server(s) behind mcpward" in run.stdout
+
+
+# -- the store a config names: a real PostgreSQL server (tests/conftest.py `pg_dsn`) ------------
+
+
+def _pg_config(tmp_path: Path, keys: str = "") -> Path:
+    """A fleet config whose DSN comes from $MCPWARD_TEST_PG_DSN; `keys`: more `keys:` lines."""
+    from tests.store.pg import store_yaml
+
+    (tmp_path / "state").mkdir(mode=0o700, exist_ok=True)
+    (tmp_path / "state").chmod(0o700)
+    config = tmp_path / "mcpward.yaml"
+    config.write_text(
+        "version: 1\nupstreams: [{id: none, kind: stdio, command: /bin/true}]\n"
+        + store_yaml(tmp_path / "keys", tmp_path / "state")
+        + keys
+    )
+    return config.resolve()
+
+
+def _doctor_on(dsn: str, config: Path, monkeypatch: pytest.MonkeyPatch) -> Run:
+    from tests.store.pg import DSN_ENV
+
+    monkeypatch.setenv(DSN_ENV, dsn)
+    run = mcpward("doctor", "--config", str(config))
+    assert unquote(urlsplit(dsn).password or "") not in run.text  # never the DSN's password
+    assert dsn not in run.text
+    return run
+
+
+def test_a_postgres_store_with_its_schema_current(
+    home: Path, tmp_path: Path, pg_dsn: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from mcpward.store.postgres.migrations import code_version
+    from tests.store.pg import pg_context
+
+    pg_context(pg_dsn, tmp_path)
+    run = _doctor_on(pg_dsn, _pg_config(tmp_path), monkeypatch)
+    assert run.code == 0, run.text
+    where = f"postgres://127.0.0.1:{urlsplit(pg_dsn).port}{urlsplit(pg_dsn).path}"
+    assert (
+        f"ok    store: {where} (store.dsn from env MCPWARD_TEST_PG_DSN) answers; "
+        f"schema at version {code_version()}"
+    ) in run.stdout
+    assert not (tmp_path / "keys").exists()  # doctor only looks
+
+
+def test_an_unmigrated_database_names_the_migrate_command(
+    home: Path, tmp_path: Path, pg_dsn: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tests.store.pg import pg_context
+
+    pg_context(pg_dsn, tmp_path, migrated=False)
+    config = _pg_config(tmp_path)
+    run = _doctor_on(pg_dsn, config, monkeypatch)
+    assert run.code == 1
+    assert "FIX   store:" in run.stdout and "schema is at version 0" in run.stdout
+    assert f"  - store: mcpward store migrate --config {config}\n" in run.stdout
+
+
+def test_a_server_that_does_not_answer_is_reported_quickly(
+    home: Path, tmp_path: Path, pg_dsn: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tests.support.postgres import free_port
+
+    dead = pg_dsn.replace(f":{urlsplit(pg_dsn).port}/", f":{free_port()}/")
+    started = time.monotonic()
+    run = _doctor_on(dead, _pg_config(tmp_path), monkeypatch)
+    assert time.monotonic() - started < 5
+    assert run.code == 1
+    where = f"postgres://127.0.0.1:{urlsplit(dead).port}{urlsplit(dead).path}"
+    assert f"FIX   store: {where}: " in run.stdout
+    assert f"start the server at {where}, or correct store.dsn from env" in run.stdout
+
+
+def test_an_unset_dsn_variable(home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("MCPWARD_TEST_PG_DSN", raising=False)
+    run = mcpward("doctor", "--config", str(_pg_config(tmp_path)))
+    assert run.code == 1
+    assert "store.dsn: environment variable MCPWARD_TEST_PG_DSN is not set" in run.stdout
+    assert "make store.dsn from env MCPWARD_TEST_PG_DSN readable here" in run.stdout
+
+
+KEY_REFS = (
+    "  pins: {env: DOCTOR_PINS}\n"
+    "  ledger_hmac: [{env: DOCTOR_HMAC_2}, {env: DOCTOR_HMAC_1}]\n"
+    "  signing: {env: DOCTOR_SIGNING}\n"
+)
+
+
+def test_key_refs_are_read_and_named_never_shown(
+    home: Path, tmp_path: Path, pg_dsn: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tests.store.pg import pg_context
+
+    pg_context(pg_dsn, tmp_path)
+    values = {name: secrets.token_hex(32) for name in ("DOCTOR_PINS", "DOCTOR_HMAC_2")}
+    values["DOCTOR_SIGNING"] = base64.b64encode(secrets.token_bytes(31)).decode()
+    for name, value in values.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.delenv("DOCTOR_HMAC_1", raising=False)
+    run = _doctor_on(pg_dsn, _pg_config(tmp_path, KEY_REFS), monkeypatch)
+    assert run.code == 1
+    assert "ok    keys: keys.pins (env DOCTOR_PINS): a 32-byte key" in run.stdout
+    assert "ok    keys: keys.ledger_hmac[0] (env DOCTOR_HMAC_2): HMAC key " in run.stdout
+    assert (
+        "FIX   keys: keys.ledger_hmac[1]: environment variable DOCTOR_HMAC_1 is not set"
+        in run.stdout
+    )
+    assert "FIX   keys: keys.signing (env DOCTOR_SIGNING) is not a usable key" in run.stdout
+    assert "ok    store: postgres://" in run.stdout
+    assert "missing" not in run.text  # no key file is expected in the keys dir
+    assert not any(value in run.text for value in values.values())
+    monkeypatch.setenv("DOCTOR_HMAC_1", values["DOCTOR_HMAC_2"])  # the same key twice
+    monkeypatch.setenv("DOCTOR_SIGNING", secrets.token_hex(32))
+    run = _doctor_on(pg_dsn, _pg_config(tmp_path, KEY_REFS), monkeypatch)
+    assert run.code == 1
+    assert "keys.ledger_hmac[1] is the same key as keys.ledger_hmac[0]" in run.stdout
+    assert "ok    keys: keys.signing (env DOCTOR_SIGNING): signs as mcpward.local/" in run.stdout
+
+
+def test_a_sqlite_store_whose_pins_key_is_a_ref_needs_no_key_file(
+    home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    key = secrets.token_bytes(32)
+    monkeypatch.setenv("DOCTOR_PINS", key.hex())
+    state = tmp_path / "state"
+    state.mkdir(mode=0o700)
+    SqlitePinStore(state, key=key).close()
+    config = tmp_path / "mcpward.yaml"
+    config.write_text(
+        "version: 1\nupstreams: [{id: none, kind: stdio, command: /bin/true}]\n"
+        f"state_dir: {state}\nkeys:\n  pins: {{env: DOCTOR_PINS}}\n"
+    )
+    run = mcpward("doctor", "--config", str(config))
+    assert run.code == 0, run.text
+    assert "ok    store: pin store" in run.stdout
+    assert "ok    keys: keys.pins (env DOCTOR_PINS): a 32-byte key" in run.stdout
+    assert not (state / "pins.key").exists()

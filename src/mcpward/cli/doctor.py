@@ -7,10 +7,33 @@ from typing import Annotated
 
 import typer
 
+from mcpward.cli.store_context import StoreChoiceError, cli_store_context
+from mcpward.store.factory import StoreContext
 from mcpward.store.paths import state_dir_path
-from mcpward.wiring.checkup import Level, run_checks
+from mcpward.wiring.checkup import Finding, Level, run_checks
 
 MARKS = {Level.OK: "ok  ", Level.NOTE: "note", Level.FIX: "FIX "}
+
+
+def _store(state_dir: Path | None, config: Path) -> StoreContext:
+    """The store, state dir and keys a config names (nothing created); exit 2 if unreadable."""
+    try:
+        return cli_store_context(state_dir, config, create=False)
+    except StoreChoiceError as exc:
+        typer.echo(str(exc), err=True)
+        raise typer.Exit(2) from None
+
+
+def _report(findings: list[Finding]) -> None:
+    for finding in findings:
+        typer.echo(f"{MARKS[finding.level]}  {finding.subject}: {finding.message}")
+    to_fix = [f for f in findings if f.level == Level.FIX]
+    if to_fix:
+        typer.echo("\nTo fix:")
+        for finding in to_fix:
+            typer.echo(f"  - {finding.subject}: {finding.fix or finding.message}")
+        raise typer.Exit(1)
+    typer.echo("\nNothing needs fixing.")
 
 
 def register(app: typer.Typer) -> None:
@@ -18,28 +41,18 @@ def register(app: typer.Typer) -> None:
     def doctor(
         config: Annotated[
             Path | None,
-            typer.Option("--config", "-c", help="Gateway config whose state_dir to check."),
+            typer.Option(
+                "--config", "-c", help="Gateway config whose state dir, store and keys to check."
+            ),
         ] = None,
         state_dir: Annotated[
             Path | None, typer.Option("--state-dir", help="The state directory to check.")
         ] = None,
     ) -> None:
-        """Check the state directory, keys, stores, wired clients and Node; print what to fix."""
-        if config is not None and state_dir is None:
-            from mcpward.config import ConfigError, load_config
-
-            try:
-                state_dir = load_config(config).config.state_dir
-            except ConfigError as exc:
-                typer.echo(str(exc), err=True)
-                raise typer.Exit(2) from None
-        findings = run_checks(state_dir_path(state_dir))
-        for finding in findings:
-            typer.echo(f"{MARKS[finding.level]}  {finding.subject}: {finding.message}")
-        to_fix = [f for f in findings if f.level == Level.FIX]
-        if to_fix:
-            typer.echo("\nTo fix:")
-            for finding in to_fix:
-                typer.echo(f"  - {finding.subject}: {finding.fix or finding.message}")
-            raise typer.Exit(1)
-        typer.echo("\nNothing needs fixing.")
+        """Check the state directory, keys, the store (SQLite or PostgreSQL), wired clients and
+        Node; print what to fix."""
+        if config is None:
+            _report(run_checks(state_dir_path(state_dir)))
+            return
+        store = _store(state_dir, config)
+        _report(run_checks(store.state_dir, store))

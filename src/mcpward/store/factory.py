@@ -17,7 +17,7 @@ from mcpward.contracts.store import PinStore, PinStoreError
 from mcpward.identity.revocations import RevocationSet, RevocationUnavailable
 from mcpward.secret_refs import SecretRef
 from mcpward.store.keys import KeyFileError, key_from_ref, load_or_create_secret, read_secret
-from mcpward.store.paths import resolve_state_dir
+from mcpward.store.paths import resolve_state_dir, state_dir_path
 from mcpward.store.settings import KeysSettings, StoreSettings
 
 if TYPE_CHECKING:  # identity imports the pipeline, which imports this module
@@ -95,8 +95,11 @@ def sqlite_context(state_dir: Path) -> StoreContext:
     return StoreContext(StoreSettings(), state_dir, state_dir)
 
 
-def context_from_config(config: ConfigWithStore, config_path: Path | str | None) -> StoreContext:
-    state_dir = resolve_state_dir(config.state_dir)
+def context_from_config(
+    config: ConfigWithStore, config_path: Path | str | None, *, create: bool = True
+) -> StoreContext:
+    """The config's store; `create`: make the state directory if missing (doctor only looks)."""
+    state_dir = (resolve_state_dir if create else state_dir_path)(config.state_dir)
     keys_dir = config.keys.dir.expanduser() if config.keys.dir is not None else state_dir
     path = Path(config_path).expanduser().resolve() if config_path is not None else None
     keys = config.keys

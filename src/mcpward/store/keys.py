@@ -63,9 +63,14 @@ def decode_key(text: str, nbytes: int = 32) -> bytes:
     return data
 
 
+def ref_source(ref: SecretRef) -> str:
+    """Where a SecretRef reads from (`env NAME` or `file PATH`), for messages; never the value."""
+    return f"env {ref.env}" if ref.env is not None else f"file {ref.file}"
+
+
 def key_from_ref(ref: SecretRef, name: str, nbytes: int = 32) -> bytes:
     """The key a SecretRef names; KeyFileError says which setting and source, never the value."""
-    source = f"env {ref.env}" if ref.env is not None else f"file {ref.file}"
+    source = ref_source(ref)
     try:
         return decode_key(resolve_secret(ref), nbytes)
     except SecretUnavailable as exc:

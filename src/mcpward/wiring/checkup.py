@@ -9,39 +9,26 @@ import re
 import shutil
 import subprocess
 from collections.abc import Iterator
-from dataclasses import dataclass
-from enum import Enum
 from pathlib import Path, PurePath
 
 from mcpward.contracts.store import PinStoreError
 from mcpward.evidence.settings import EvidencePaths
+from mcpward.store.factory import PINS_KEY_NAME, StoreContext, sqlite_context
 from mcpward.store.keys import KeyFileError, read_secret
 from mcpward.store.ledger_sqlite import LedgerStoreError, read_snapshot
-from mcpward.store.pins_sqlite import DB_NAME, KEY_NAME, SqlitePinStore
+from mcpward.store.pins_sqlite import DB_NAME, SqlitePinStore
 from mcpward.wiring.backup import WIRING_DIR, WiringStore
 from mcpward.wiring.clients import CLIENTS, ClientFormat, default_config_path
 from mcpward.wiring.document import ConfigRefused, read_document
 from mcpward.wiring.entries import EntryKind, ServerEntry
+from mcpward.wiring.findings import Finding, Level
 from mcpward.wiring.launcher import EXECUTABLE_NAMES
 from mcpward.wiring.masking import printable
+from mcpward.wiring.store_checks import check_key_refs, check_postgres
 
 NODE_COMMANDS = {"npx", "node", "npm", "pnpm", "pnpx", "yarn"}
 MIN_NODE_MAJOR = 18  # the oldest Node the MCP SDK's servers support
 MAX_KEY_FILES = 256
-
-
-class Level(str, Enum):
-    OK = "ok"
-    NOTE = "note"  # worth knowing, nothing broken
-    FIX = "fix"  # must be fixed: doctor exits non-zero
-
-
-@dataclass(frozen=True, slots=True)
-class Finding:
-    level: Level
-    subject: str
-    message: str
-    fix: str = ""
 
 
 def _private(path: Path, kind: str, mode_fix: str) -> Iterator[Finding]:
@@ -108,10 +95,12 @@ def check_keys(state_dir: Path) -> list[Finding]:
     return findings
 
 
-def check_stores(state_dir: Path) -> list[Finding]:
+def check_stores(context: StoreContext) -> list[Finding]:
+    """The SQLite pin store and ledger of a state directory, opened with the store's pins key."""
     findings: list[Finding] = []
-    pins_db, pins_key = state_dir / DB_NAME, state_dir / KEY_NAME
-    if pins_db.exists() and not pins_key.exists():
+    state_dir = context.state_dir
+    pins_db, pins_key = state_dir / DB_NAME, context.keys_dir / PINS_KEY_NAME
+    if pins_db.exists() and context.pins_ref is None and not pins_key.exists():
         findings.append(
             Finding(
                 Level.FIX,
@@ -122,7 +111,7 @@ def check_stores(state_dir: Path) -> list[Finding]:
         )
     elif pins_db.exists():
         try:
-            store = SqlitePinStore(state_dir)
+            store = SqlitePinStore(state_dir, key=context.pins_key(create=False))
             try:
                 upstreams, holds = store.upstreams(), store.holds()
             finally:
@@ -288,13 +277,26 @@ def check_launcher() -> list[Finding]:
     ]
 
 
-def run_checks(state_dir: Path) -> list[Finding]:
+def check_store(context: StoreContext) -> list[Finding]:
+    """The store the config names (PostgreSQL, or SQLite in the state dir), and its key files
+    when they are kept apart from the state dir (`keys.dir`)."""
+    separate = check_keys(context.keys_dir) if context.keys_dir != context.state_dir else []
+    if context.postgres:
+        return [*separate, *check_postgres(context)]
+    return [*separate, *(check_stores(context) if context.state_dir.is_dir() else [])]
+
+
+def run_checks(state_dir: Path, store: StoreContext | None = None) -> list[Finding]:
+    """Every check; `store` (from `--config`) names the store and its keys, else SQLite in
+    `state_dir`."""
+    context = store if store is not None else sqlite_context(state_dir)
     client_findings, wired = check_clients(state_dir)
     return [
         *check_launcher(),
         *check_state_dir(state_dir),
         *check_keys(state_dir),
-        *(check_stores(state_dir) if state_dir.is_dir() else []),
+        *check_store(context),
+        *check_key_refs(context),
         *client_findings,
         *check_runtimes(wired),
     ]

@@ -1,0 +1,20 @@
+"""What a check of `mcpward doctor` reports: its level, subject, message and how to fix it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+
+
+class Level(str, Enum):
+    OK = "ok"
+    NOTE = "note"  # worth knowing, nothing broken
+    FIX = "fix"  # must be fixed: doctor exits non-zero
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    level: Level
+    subject: str
+    message: str
+    fix: str = ""
