@@ -168,3 +168,11 @@ def test_a_renamed_copy_on_another_server_is_shadowing() -> None:
     assert _shadowed("b", {"a": [original], "b": [reworded]}) == {}
     assert _shadowed("b", {"a": [original], "b": [other_params]}) == {}
     assert _shadowed("b", {"a": [original], "b": [renamed]}, {"check_renamed_copies": False}) == {}
+
+
+def test_one_name_in_another_separator_style_is_not_shadowing_but_a_case_twist_is() -> None:
+    shot = tool("take_screenshot", "Capture the visible page of the browser as a PNG image.")
+    camel = tool("takeScreenshot", "Take a screenshot of the current browser tab and save it.")
+    twisted = tool("Take_Screenshot", "Take a screenshot of the current browser tab and save it.")
+    assert _shadowed("b", {"a": [shot], "b": [camel]}) == {}
+    assert _shadowed("b", {"a": [shot], "b": [twisted]}) == {"Take_Screenshot": "name-collision"}

@@ -36,6 +36,7 @@ _NAMED_TOOL = re.compile(
     r"\bthe\s+([A-Za-z][A-Za-z0-9_.\-]{2,63})\s+(?:tool|function)\b", re.IGNORECASE
 )
 _WORD = re.compile(r"[^\W_]+")
+_SEPARATORS = re.compile(r"[-_. ]+")
 # Two descriptions sharing this share of their words (Jaccard) are copies. Independent tools of
 # the same name on real servers (GitHub/GitLab, filesystem/desktop-commander) stay below 0.7.
 COPY_SIMILARITY = 0.8
@@ -66,7 +67,8 @@ class ToolShadowingOptions(BaseModel):
     )
     exact_names: Literal["copies", "always"] = Field(
         default="copies",
-        description="A tool named exactly like another upstream's: `copies` drops it only when "
+        description="A tool named like another upstream's (exactly, or but for case and "
+        "separators): `copies` drops it only when "
         "its description copies the other's or promotes itself (two servers implementing one "
         "API share names, and namespacing keeps them apart); `always` drops every such tool.",
     )
@@ -99,6 +101,16 @@ class Shadowing:
             "other": f"{self.other_upstream}/{self.other_tool}",
             "field": self.field,
         }
+
+
+def _same_name(name: str, other: str) -> bool:
+    """One name, or one name in another separator style (`take_screenshot`, `takeScreenshot`,
+    `take-screenshot`: independent servers write it so). Only the case changed with the same
+    separators (`Playwright_Navigate`) is a look-alike, as are decorated or confusable names."""
+    if name == other:
+        return True
+    plain = _SEPARATORS.sub("", name).casefold() == _SEPARATORS.sub("", other).casefold()
+    return plain and name.casefold() != other.casefold()
 
 
 def _distinctive(name: str) -> bool:
@@ -247,7 +259,7 @@ def _collision(
         other_name = str(other["name"])
         if (
             options.exact_names == "copies"
-            and other_name == name
+            and _same_name(name, other_name)
             and not _copies(tool, other)
             and not _promotes(tool)
         ):

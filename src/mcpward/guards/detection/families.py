@@ -159,8 +159,10 @@ INSTRUCTION_RULES: list[Rule] = [
         "system-banner",
         r"\b(?:SYSTEM|CRITICAL|SECURITY|INTERNAL|RESEARCH|PERFORMANCE|ENVIRONMENT|COMPLIANCE|"
         r"MANDATORY)\s+(?:SYSTEM\s+)?(?:UPDATE|NOTICE|OVERRIDE|DIRECTIVE|PROTOCOL|OPTIMIZATION|"
-        r"ENHANCEMENT|MAINTENANCE|ALERT|CONFIGURATION|NOTE|INSTRUCTION|REQUIREMENT|"
-        r"VALIDATION|POLICY|DEV NOTE|MESSAGE)S?\b",
+        r"ENHANCEMENT|MAINTENANCE|ALERT|CONFIGURATION|NOTE|INSTRUCTION|"
+        r"VALIDATION|POLICY|DEV NOTE|MESSAGE)S?\b"
+        # "CRITICAL REQUIREMENTS:" heads real servers' usage notes (CircleCI, AWS pricing).
+        r"|\b(?:SYSTEM|SECURITY|COMPLIANCE|MANDATORY)\s+(?:SYSTEM\s+)?REQUIREMENTS?\b",
     ),
     Rule("hidden-instruction", "system-prefix", r"(?m)^\s*(?:SYSTEM|ACT AS|ROLE)\s*:"),
     Rule(
@@ -318,10 +320,10 @@ INSTRUCTION_RULES: list[Rule] = [
         "change-argument",
         _I + r"\b(?:always|automatically|silently)\s+(?:change|modify|replace|set|rewrite|"
         r"redirect|override|append|add|include)\s+(?:the\s+)?(?:[`'\"]?\w+[`'\"]?\s+)?"
-        # "set X to" only towards a quoted value, a URL or an address ("gets automatically set
-        # to the length" is documentation).
+        # "set X to" only towards a URL or an address ("gets automatically set to the length",
+        # "ALWAYS set filterByTestsResult to 'failure'" are documentation).
         r"(?:(?:parameter|argument|ticker|query|destination|name|url|value|input|address|"
-        r"recipient|path)\b|to\s+(?:the\s+)?(?:attacker\b|external\b|[`'\"]|https?:|\S+@))",
+        r"recipient|path)\b|to\s+(?:the\s+)?(?:attacker\b|external\b|[`'\"]?https?:|[`'\"]?[\w.+-]+@))",
     ),
     Rule(
         "parameter-tampering",
