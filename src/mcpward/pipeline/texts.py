@@ -53,6 +53,11 @@ class PayloadTexts(NamedTuple):
     too_deep_prose: str | None
 
 
+def is_media_field(node: dict[str, Any], key: Any) -> bool:
+    """Base64 media (image/audio `data`, a resource's `blob`) holds no text a guard reads."""
+    return key == "blob" or (key == "data" and "mimeType" in node)
+
+
 def payload_texts(payload: Any, non_prose_keys: frozenset[str] = NON_PROSE_KEYS) -> PayloadTexts:
     """Walk a JSON payload once: every string with its path link, depth and readings.
 
@@ -81,7 +86,7 @@ def payload_texts(payload: Any, non_prose_keys: frozenset[str] = NON_PROSE_KEYS)
             for key, child in value.items():
                 if every or isinstance(child, (str, dict, list)):
                     name = key if isinstance(key, str) else str(key)
-                    # base64 media (`blob`, or `data` beside `mimeType`) holds no text
+                    # is_media_field, inlined (once per value on the hot path)
                     in_media = media or name == "blob" or (mime and name == "data")
                     push(
                         (child, (link, name), below, in_media, prose and name not in non_prose_keys)

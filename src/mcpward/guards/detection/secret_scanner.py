@@ -26,7 +26,7 @@ from mcpward.guards.detection.secret_rules import (
     PROVIDER_RULES,
     SecretRule,
 )
-from mcpward.pipeline.texts import PayloadTexts, payload_texts
+from mcpward.pipeline.texts import PayloadTexts, is_media_field, payload_texts
 
 _PLACEHOLDER_PARTS = (
     "xxxx", "****", "your", "example", "placeholder", "redacted", "dummy", "sample", "changeme",
@@ -59,11 +59,6 @@ def _placeholder(value: str) -> bool:
     """Documentation values: `xxxx`, `<your-key>`, `EXAMPLE`, `****`."""
     lowered = value.lower()
     return any(part in lowered for part in _GITLEAKS_PLACEHOLDERS)
-
-
-def _binary_field(node: dict[str, Any], key: Any) -> bool:
-    """Base64 media (image/audio `data`, resource `blob`) is not text a secret would sit in."""
-    return key == "blob" or (key == "data" and "mimeType" in node)
 
 
 @dataclass(frozen=True, slots=True)
@@ -380,7 +375,7 @@ class SecretScanner:
             if isinstance(node, dict):
                 items = list(node.items())
                 for key, value in items:
-                    if _binary_field(node, key):
+                    if is_media_field(node, key):
                         continue
                     if isinstance(value, str):
                         node[key] = self._redact_leaf(value, counts)
