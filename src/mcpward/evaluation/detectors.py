@@ -4,94 +4,19 @@ dataset and split. Nothing here is tuned: it calls the same code the gateway run
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 from mcpward.evaluation import corpora as C
-from mcpward.evaluation import keygen, synthetic
+from mcpward.evaluation import keygen, recorded_rows, synthetic
+from mcpward.evaluation.guards import injection_guard, poisoning_guard, secrets_guard
+from mcpward.evaluation.rows import Row, count
 from mcpward.evaluation.split import Split
 from mcpward.evaluation.stats import Confusion, Rate
-from mcpward.guards.response_injection import ResponseInjectionGuard, ResponseInjectionOptions
-from mcpward.guards.secrets import SecretsGuard, SecretsOptions
-from mcpward.guards.tool_poisoning import ToolPoisoningGuard, ToolPoisoningOptions
+from mcpward.guards.secrets import SecretsGuard
+from mcpward.guards.tool_poisoning import ToolPoisoningGuard
 from mcpward.guards.tool_shadowing import ToolShadowingOptions, find_shadowing
-from mcpward.pipeline.phases import Phase
-from mcpward.pipeline.spec import GuardSpec
-
-T = TypeVar("T")
-
-
-@dataclass(slots=True)
-class Row:
-    guard: str
-    dataset: str
-    split: str
-    counts: Confusion
-    goal: str = ""
-    note: str = ""
-    missed: list[str] = field(default_factory=list)  # ids/categories of misses, for `--verbose`
-
-    def as_dict(self) -> dict[str, Any]:
-        c = self.counts
-        return {
-            "guard": self.guard,
-            "dataset": self.dataset,
-            "split": self.split,
-            "tp": c.tp,
-            "fp": c.fp,
-            "fn": c.fn,
-            "tn": c.tn,
-            "precision": c.precision.as_dict(),
-            "recall": c.recall.as_dict(),
-            "fpr": c.fpr.as_dict(),
-            "goal": self.goal,
-            "note": self.note,
-        }
-
-
-def _spec(kind: str, phases: list[Phase]) -> GuardSpec:
-    return GuardSpec(kind=kind, runs_on=phases)
-
-
-def poisoning_guard() -> ToolPoisoningGuard:
-    return ToolPoisoningGuard(_spec("tool_poisoning", [Phase.TOOLS_LIST]), ToolPoisoningOptions())
-
-
-def secrets_guard() -> SecretsGuard:
-    return SecretsGuard(_spec("secrets", [Phase.TOOL_RESULT]), SecretsOptions())
-
-
-def injection_guard() -> ResponseInjectionGuard:
-    return ResponseInjectionGuard(
-        _spec("response_injection", [Phase.TOOL_RESULT]), ResponseInjectionOptions()
-    )
-
-
-def _count(
-    items: Iterable[T],
-    positive: Callable[[T], bool],
-    flagged: Callable[[T], bool],
-    label: Callable[[T], str],
-) -> tuple[Confusion, list[str]]:
-    tp = fp = fn = tn = 0
-    missed: list[str] = []
-    for item in items:
-        hit = flagged(item)
-        if positive(item):
-            if hit:
-                tp += 1
-            else:
-                fn += 1
-                missed.append(label(item))
-        elif hit:
-            fp += 1
-            missed.append("FP " + label(item))
-        else:
-            tn += 1
-    return Confusion(tp, fp, fn, tn), missed
-
 
 SPLITS: tuple[Split, ...] = ("dev", "test")
 
@@ -104,7 +29,7 @@ def evaluate_tool_poisoning(
     rows = []
     for split in splits:
         chosen = [e for e in examples if e.split == split and e.group in ("positive", "benign")]
-        counts, missed = _count(
+        counts, missed = count(
             chosen,
             lambda e: e.group == "positive",
             lambda e: guard.judge(e.tool).flagged,
@@ -125,7 +50,7 @@ def evaluate_tool_poisoning(
         if not servers:
             continue
         tools = [(s.server, t) for s in servers for t in s.tools]
-        counts, missed = _count(
+        counts, missed = count(
             tools,
             lambda _: False,
             lambda st: guard.judge(st[1]).flagged,
@@ -144,6 +69,7 @@ def evaluate_tool_poisoning(
         )
     if "dev" in splits:
         rows.append(_multilingual_row(guard))
+        rows += recorded_rows.poisoning_rows(real_dir.parent)
     for split in splits:
         hidden = [e for e in examples if e.split == split and e.group == "hidden"]
         flagged = sum(1 for e in hidden if guard.judge(e.tool).flagged)
@@ -162,7 +88,7 @@ def evaluate_tool_poisoning(
 def _multilingual_row(guard: ToolPoisoningGuard) -> Row:
     """Our own written set (8 languages): development only, it was tuned on."""
     examples = synthetic.multilingual_definitions()
-    counts, missed = _count(
+    counts, missed = count(
         examples,
         lambda e: e.poisoned,
         lambda e: guard.judge(e.tool).flagged,
@@ -195,7 +121,7 @@ def evaluate_tool_shadowing(
             found = find_shadowing("added", [example.tool], catalog, ["original", "added"], options)
             return bool(found)
 
-        counts, missed = _count(chosen, lambda _: True, dropped, lambda c: c[0].id)
+        counts, missed = count(chosen, lambda _: True, dropped, lambda c: c[0].id)
         rows.append(
             Row(
                 "tool_shadowing",
@@ -234,6 +160,8 @@ def evaluate_tool_shadowing(
                 missed=drops,
             )
         )
+    if "dev" in splits:
+        rows += recorded_rows.shadowing_rows(real_dir.parent)
     return rows
 
 
@@ -246,7 +174,7 @@ def evaluate_secrets(corpora: Path, real_dir: Path, splits: Sequence[Split] = SP
         chosen = [e for e in examples if e.split == split]
         clean = [e for e in chosen if not C.is_label_conflict(e, positives)]
         conflicts = [e for e in chosen if C.is_label_conflict(e, positives)]
-        counts, missed = _count(
+        counts, missed = count(
             clean,
             lambda e: e.positive,
             lambda e: bool(guard.scanner.find(e.text)),
@@ -263,7 +191,7 @@ def evaluate_secrets(corpora: Path, real_dir: Path, splits: Sequence[Split] = SP
             )
         )
         # Reported apart, never as false positives: another rule's positive label says redact.
-        counts, missed = _count(
+        counts, missed = count(
             conflicts,
             lambda _: True,
             lambda e: bool(guard.scanner.find(e.text)),
@@ -281,6 +209,8 @@ def evaluate_secrets(corpora: Path, real_dir: Path, splits: Sequence[Split] = SP
         )
     if "dev" in splits:
         rows += _generated_secret_rows(guard)
+        train_emails = C.bipia_emails(corpora, "train")
+        rows += recorded_rows.secrets_rows(real_dir.parent, tuple(train_emails))
     # Development sees only the dev side of the ordinary text: BIPIA's train emails and the
     # dev batch of real servers; the full run pools both sides, as the table always has.
     everything = "test" in splits
@@ -296,7 +226,7 @@ def evaluate_secrets(corpora: Path, real_dir: Path, splits: Sequence[Split] = SP
             (f"{server.server}/{t.get('name')}", str(t.get("description") or ""))
             for t in server.tools
         ]
-    counts, missed = _count(
+    counts, missed = count(
         ordinary, lambda _: False, lambda it: bool(guard.scanner.find(it[1])), lambda it: it[0]
     )
     rows.append(
@@ -316,11 +246,11 @@ def _generated_secret_rows(guard: SecretsGuard) -> list[Row]:
     """Keys in each provider's real format, and look-alikes that must come back byte-identical
     (our own generator, evaluation/keygen.py; the maintainers keep theirs held out)."""
     keys = keygen.generate(keygen.PROVIDERS, per_kind=40, seed=4)
-    key_counts, key_missed = _count(
+    key_counts, key_missed = count(
         keys, lambda _: True, lambda e: bool(guard.scanner.find(e.text)), lambda e: e.kind
     )
     alikes = keygen.generate(keygen.LOOK_ALIKES, per_kind=40, seed=5)
-    alike_counts, alike_changed = _count(
+    alike_counts, alike_changed = count(
         alikes,
         lambda _: False,
         lambda e: guard.scanner.redact_text(e.text)[0] != e.text,
@@ -348,7 +278,10 @@ def _generated_secret_rows(guard: SecretsGuard) -> list[Row]:
     ]
 
 
-def evaluate_response_injection(corpora: Path, splits: Sequence[Split] = SPLITS) -> list[Row]:
+def evaluate_response_injection(
+    corpora: Path, splits: Sequence[Split] = SPLITS, data: Path | None = None
+) -> list[Row]:
+    """`data`: tests/data with the recorded tool outputs (development rows)."""
     guard = injection_guard()
     rows = []
 
@@ -358,7 +291,7 @@ def evaluate_response_injection(corpora: Path, splits: Sequence[Split] = SPLITS)
     names: list[C.BipiaSplit] = [n for n in ("train", "test") if C.bipia_split(n) in splits]
     for name in names:
         examples = C.bipia_injections(corpora, name)
-        counts, missed = _count(
+        counts, missed = count(
             examples, lambda e: e.positive, lambda e: flagged(e.text), lambda e: e.category
         )
         split = C.bipia_split(name)
@@ -384,6 +317,8 @@ def evaluate_response_injection(corpora: Path, splits: Sequence[Split] = SPLITS)
         )
     if "dev" in splits:
         rows.append(_multilingual_data_row(flagged))
+        if data is not None:
+            rows += recorded_rows.injection_rows(data)
     if "test" not in splits:
         return rows  # the 14 tool outputs have no dev side: only the full run measures them
     outputs = C.malicious_tool_outputs(corpora)
@@ -409,7 +344,7 @@ def _multilingual_data_row(flagged: Callable[[str], bool]) -> Row:
     def text(e: synthetic.LabelledDefinition) -> str:
         return filler + str(e.tool.get("description") or "") + "\n" + filler
 
-    counts, missed = _count(
+    counts, missed = count(
         examples,
         lambda e: e.poisoned,
         lambda e: flagged(text(e)),
@@ -443,7 +378,7 @@ def evaluate_all(
         evaluate_tool_poisoning(base, real, splits)
         + evaluate_tool_shadowing(base, real, splits)
         + evaluate_secrets(base, real, splits)
-        + evaluate_response_injection(base, splits)
+        + evaluate_response_injection(base, splits, real.parent)
     )
 
 

@@ -6,7 +6,8 @@ from collections.abc import Sequence
 
 from rich.table import Table
 
-from mcpward.evaluation.detectors import Row, rate_text
+from mcpward.evaluation.detectors import rate_text
+from mcpward.evaluation.rows import Row
 
 COLUMNS = ("guard", "dataset", "split", "TP", "FP", "FN", "TN", "precision [95% CI]",
            "recall [95% CI]", "FPR [95% CI]", "goal")  # fmt: skip

@@ -185,7 +185,8 @@ def find_shadowing(
                 other_names.setdefault(name.casefold(), (uid, name))
                 all_others.append((uid, other))
     own_names = {str(t.get("name", "")).casefold() for t in tools}
-    by_params = _by_parameters(all_others) if options.check_renamed_copies else {}
+    wanted = {_parameters(t)[0] for t in tools} if options.check_renamed_copies else set()
+    by_params = _by_parameters(all_others, wanted) if wanted else {}
     found: list[Shadowing] = []
     for tool in tools:
         name = tool.get("name")
@@ -214,13 +215,15 @@ def _loses(upstream: str, mine: int, uid: str, rank: Mapping[str, int], winner: 
 
 
 def _by_parameters(
-    others: Sequence[tuple[str, Mapping[str, Any]]],
+    others: Sequence[tuple[str, Mapping[str, Any]]], wanted: set[frozenset[str]]
 ) -> dict[frozenset[str], list[tuple[str, Mapping[str, Any]]]]:
-    """Other upstreams' tools with a description long enough to be copied, by parameter names."""
+    """Other upstreams' tools with a description long enough to be copied, by parameter names
+    (only the names some tool of this upstream takes)."""
     out: dict[frozenset[str], list[tuple[str, Mapping[str, Any]]]] = {}
     for uid, other in others:
-        if len(_words(other)) >= RENAMED_COPY_WORDS:
-            out.setdefault(_parameters(other)[0], []).append((uid, other))
+        key = _parameters(other)[0]
+        if key in wanted and len(_words(other)) >= RENAMED_COPY_WORDS:
+            out.setdefault(key, []).append((uid, other))
     return out
 
 

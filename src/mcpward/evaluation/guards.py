@@ -1,0 +1,27 @@
+"""The guards the evaluation runs: the gateway's own classes with their default options."""
+
+from __future__ import annotations
+
+from mcpward.guards.response_injection import ResponseInjectionGuard, ResponseInjectionOptions
+from mcpward.guards.secrets import SecretsGuard, SecretsOptions
+from mcpward.guards.tool_poisoning import ToolPoisoningGuard, ToolPoisoningOptions
+from mcpward.pipeline.phases import Phase
+from mcpward.pipeline.spec import GuardSpec
+
+
+def _spec(kind: str, phases: list[Phase]) -> GuardSpec:
+    return GuardSpec(kind=kind, runs_on=phases)
+
+
+def poisoning_guard() -> ToolPoisoningGuard:
+    return ToolPoisoningGuard(_spec("tool_poisoning", [Phase.TOOLS_LIST]), ToolPoisoningOptions())
+
+
+def secrets_guard() -> SecretsGuard:
+    return SecretsGuard(_spec("secrets", [Phase.TOOL_RESULT]), SecretsOptions())
+
+
+def injection_guard() -> ResponseInjectionGuard:
+    return ResponseInjectionGuard(
+        _spec("response_injection", [Phase.TOOL_RESULT]), ResponseInjectionOptions()
+    )
