@@ -222,7 +222,8 @@ LITERAL_RULES: list[SecretRule] = [
 _KEYWORD_LIST = (
     "secret", "token", "passw(?:or)?d", "passwd", "pwd", "pass", "api[_\\-. ]?key", "apikey",
     "access[_\\-. ]?key", "private[_\\-. ]?key", "client[_\\-. ]?secret", "credentials?", "auth",
-    "key", "sid", "login", "signature", "license[_\\-. ]?key", "webhook", "pat", "access", "private",
+    "key", "sid", "login", "signature", "license[_\\-. ]?key", "webhook", "pat", "access",
+    "private",
 )  # fmt: skip
 # A keyword starts a word (`api_key`, ` token`), or is glued on with a capital (`clientSecret`,
 # `salescookieSECRET`): `monkey` or `bypass` never start a match, which keeps the scan cheap.
