@@ -94,6 +94,30 @@ def test_joined_prefilter_keeps_end_anchored_rules() -> None:
     assert not scanner.may_find(["nothing here", "nor here"])
 
 
+def test_long_strings_are_searched_on_their_own_and_short_ones_joined(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    scanner = SecretScanner(generic=False, gitleaks=False)
+    secret = "Server=db;Uid=app;Pwd=Zq8vT3kLm9"
+    long_clean = "ordinary words " * 10_000  # 150,000 characters, over the join's bound
+    joined: list[list[str]] = []
+    real_may_find = scanner.may_find
+
+    def spying(texts: list[str]) -> bool:
+        joined.append(list(texts))
+        return real_may_find(texts)
+
+    monkeypatch.setattr(scanner, "may_find", spying)
+    # a secret in a short string beside a long one, and in the long one itself
+    _, counts = scanner.redact_payload(["a", long_clean, secret])
+    assert counts == {"connection-string-password": 1}
+    assert [sorted(texts) for texts in joined] == [sorted(["a", secret])]  # not the long one
+    redacted, counts = scanner.redact_payload(["a", long_clean + secret])
+    assert counts == {"connection-string-password": 1}
+    assert redacted[1].endswith("Pwd=[REDACTED:connection-string-password]")
+    assert scanner.redact_payload(["a", long_clean])[1] == {}
+
+
 def test_patterns_anchored_at_the_text_ends_are_not_joined() -> None:
     assert line_prefilter([r"\Aid-\d+"]) is None
     assert line_prefilter([r"(?-m)^id$"]) is None
