@@ -54,3 +54,8 @@ def test_false_positive_rates_on_real_data_meet_their_goals() -> None:
 def test_preference_manipulation_outputs_are_all_told_apart() -> None:
     row = recorded_rows.injection_rows(DATA)[1]
     assert (row.counts.fp, row.counts.fn) == (0, 0), row.missed
+
+
+def test_keyword_anchored_secrets_meet_their_false_positive_goal_on_ordinary_text() -> None:
+    row = recorded_rows.secrets_rows(DATA, ())[1]
+    assert row.counts.fpr.high <= 0.005, row.missed

@@ -26,6 +26,7 @@ from mcpward.guards.detection.secret_rules import (
     PROVIDER_RULES,
     SecretRule,
 )
+from mcpward.guards.detection.secret_values import other_value_family
 from mcpward.pipeline.texts import PayloadTexts, is_media_field, payload_texts
 
 _PLACEHOLDER_PARTS = (
@@ -46,6 +47,8 @@ _PASSWORD_WORDS = ("pass", "pwd")
 _WINDOW_BEFORE = 512
 _WINDOW_AFTER = 8192
 _MAX_WINDOWS = 64
+# How much of the text after a keyword's value the value tests see (secret_values).
+_AFTER = 16
 # Strings longer than this are searched on their own: joined with the others, a hit in the join
 # would be searched for a second time in the string itself (one pass more, not one less).
 _JOIN_MAX_CHARS = 64 * 1024
@@ -56,6 +59,9 @@ _SLOT_KINDS = frozenset({"connection-string-password", "credential-argument"})
 
 # gitleaks' keyword-assignment rule: a fallback like GENERIC_RULE, so provider rules win.
 GITLEAKS_GENERIC = "generic-api-key"
+# Rules that take whatever value follows a keyword: their values get the family tests of
+# secret_values (slot rules such as a URL's password do not: there any value is the password).
+_KEYWORD_KINDS = frozenset({GENERIC_RULE.kind, LITERAL_KIND, GITLEAKS_GENERIC})
 
 
 def _placeholder(value: str) -> bool:
@@ -110,12 +116,15 @@ def _route(value: str) -> bool:
     )
 
 
-def vet_value(value: str, rule: SecretRule, context: str) -> bool:
-    """Placeholder, reference and entropy tests for spans of generic or vetted rules."""
+def vet_value(value: str, rule: SecretRule, context: str, after: str = "") -> bool:
+    """Placeholder, reference and entropy tests for spans of generic or vetted rules;
+    `context` runs from the rule's match start to the value, `after` follows the value."""
     value = value.strip().rstrip(".,;:`'\"")
     passwordish = any(w in context.lower() for w in _PASSWORD_WORDS)
     if len(value) < (min(6, rule.min_length) if passwordish else rule.min_length):
         return False
+    if rule.kind in _KEYWORD_KINDS and other_value_family(value, context, after):
+        return False  # a type annotation, a time zone, a version, a docstring field...
     lowered = value.lower()
     if rule.kind in (LITERAL_KIND, "credential-argument") and (
         value.count(" ") >= 2 or value.endswith(".") or value[0] in ".+" or _route(value)
@@ -234,7 +243,9 @@ class SecretScanner:
                 continue
             if rule.secret_group > 1 and not _keyword_ends_word(text, hit.groups[0][1]):
                 continue
-            if rule.vet and not vet_value(text[start:end], rule, text[hit.start : start]):
+            if rule.vet and not vet_value(
+                text[start:end], rule, text[hit.start : start], text[end : end + _AFTER]
+            ):
                 continue
             end = start + len(text[start:end].rstrip(".,;:`'\""))
             match = SecretMatch(rule.kind, start, end)
@@ -274,6 +285,10 @@ class SecretScanner:
                 if not secret.strip() or _placeholder(secret):
                     continue
                 m_start, m_end = offset + m.start(), offset + m.end()
+                if rule.id == GITLEAKS_GENERIC and other_value_family(
+                    secret.strip().rstrip(".,;:`'\""), text[m_start:start], text[end : end + _AFTER]
+                ):
+                    continue
                 line_start = text.rfind("\n", 0, m_start) + 1
                 line_end = text.find("\n", m_end)
                 line = text[line_start : len(text) if line_end < 0 else line_end]
