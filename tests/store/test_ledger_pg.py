@@ -25,6 +25,7 @@ from mcpward.evidence.verify import LedgerVerifier
 from mcpward.evidence.vocabulary import LedgerState, VerifyReason
 from mcpward.evidence.writer import EvidenceUnavailable
 from mcpward.store.factory import StoreContext
+from mcpward.store.postgres.append_statement import PREPARED_MAX_ROWS
 from mcpward.store.postgres.ledger import PostgresLedgerStore, open_postgres_snapshot
 from mcpward.store.postgres.pool import PgPool
 from mcpward.store.settings import StoreSettings
@@ -254,6 +255,44 @@ def test_a_batch_past_the_values_limit_goes_in_as_arrays(pg_dsn: str, tmp_path: 
     assert [big[0].seq, big[-1].seq] == [3, 2102]
     report = verify(paths)
     assert (report.state, report.entries, report.verified_through) == (LedgerState.OK, 2103, 2103)
+
+
+def test_batches_on_both_sides_of_the_prepared_limit_verify(pg_dsn: str, tmp_path: Path) -> None:
+    """Up to PREPARED_MAX_ROWS rows go as a prepared statement through libpq, more through
+    psycopg: the chain is one and verifies either way."""
+    context = pg_context(pg_dsn, tmp_path)
+    ledger, paths = replica(context, tmp_path, "a")
+    sizes = [1, 1, PREPARED_MAX_ROWS, PREPARED_MAX_ROWS + 1, 2, 1]
+    first = 0
+    for size in sizes:
+        sealed = ledger.append(receipts(first, size))
+        assert [e.seq for e in sealed] == list(range(first, first + size))
+        first += size
+    ledger.checkpoint()
+    ledger.close()
+    report = verify(paths)
+    assert (report.state, report.entries) == (LedgerState.OK, first)
+
+
+def test_a_lost_server_fails_the_prepared_append_as_unavailable(tmp_path: Path) -> None:
+    """The prepared append maps a vanished server (no SQLSTATE) and a shutting-down one (57P01)
+    to LedgerUnavailable like psycopg's path, and works again on a new connection."""
+    with running_cluster(own_cluster_dir()) as cluster:
+        context = pg_context(cluster.create_database("fleet"), tmp_path)
+        ledger, paths = replica(context, tmp_path, "a")
+        assert [e.seq for e in ledger.append(receipts(0, 2))] == [0, 1]  # head cached
+        ledger.checkpoint()  # committed with synchronous_commit on: survives the crash below
+        for mode, seq in (("immediate", 2), ("fast", 3)):
+            cluster.stop(mode)
+            with pytest.raises(LedgerUnavailable):
+                ledger.append(receipts(seq, 1))
+            cluster.start()
+            time.sleep(0.3)  # past the back-off
+            assert [e.seq for e in ledger.append(receipts(seq, 1))] == [seq]
+        ledger.checkpoint()
+        ledger.close()
+        report = verify(paths)
+        assert (report.state, report.entries) == (LedgerState.OK, 4)
 
 
 def test_a_head_moved_by_another_replica_is_read_again_under_the_lock(

@@ -25,6 +25,7 @@ from mcpward.evidence.store import (
     StoredEntry,
 )
 from mcpward.store.ledger_sqlite import LedgerStoreError
+from mcpward.store.postgres.append_statement import PreparedAppends
 from mcpward.store.postgres.migrations import SchemaMismatch, check_schema
 from mcpward.store.postgres.pool import PgPool, PostgresUnavailable, acquire_pool, release_pool
 from mcpward.store.settings import StoreSettings
@@ -168,6 +169,7 @@ class PostgresLedgerStore:
         self.synchronous_commit = synchronous_commit
         self._on_close = on_close
         self._conn: Conn | None = None
+        self._appends: PreparedAppends | None = None  # prepared on self._conn
         self._flush_conn: Conn | None = None
         self._flush_lock = threading.Lock()
         self._retry_at = 0.0  # monotonic: no new connection attempt before this
@@ -209,6 +211,7 @@ class PostgresLedgerStore:
     def _writer_conn(self) -> Conn:
         if self._conn is None or self._conn.closed:
             self._conn = self._connect(self.synchronous_commit)
+            self._appends = PreparedAppends(self._conn, APPEND_LOCK)
         return self._conn
 
     def _lost(self, exc: BaseException) -> LedgerUnavailable:
@@ -217,7 +220,7 @@ class PostgresLedgerStore:
         if self._conn is not None:
             with suppress(psycopg.Error):
                 self._conn.close()
-        self._conn = None
+        self._conn = self._appends = None
         self._head_cache = None
         self._retry_at = time.monotonic() + RETRY_AFTER_S
         return LedgerUnavailable(f"{self.pool.where}: {_first_line(exc)}")
@@ -257,8 +260,7 @@ class PostgresLedgerStore:
             if head is not None:
                 sealed = list(build(head))
                 try:
-                    if sealed:
-                        self._insert(conn, sealed, locked=True)
+                    self._insert_locked(conn, sealed)
                 except pg_errors.UniqueViolation:
                     self.contended += 1
                 else:
@@ -274,6 +276,15 @@ class PostgresLedgerStore:
             raise self._lost(exc) from None
         self._head_cache = sealed[-1].head_after() if sealed else head
         return sealed
+
+    def _insert_locked(self, conn: Conn, sealed: list[SealedEntry]) -> None:
+        """The batch as one statement that takes the append lock and commits: prepared and run
+        through libpq for the usual small batches, through psycopg for large ones."""
+        appends = self._appends
+        if appends is not None and appends.fits(len(sealed)):
+            appends.insert(sealed)
+        else:
+            self._insert(conn, sealed, locked=True)
 
     @staticmethod
     def _insert(conn: Conn, sealed: list[SealedEntry], *, locked: bool = False) -> None:
@@ -368,7 +379,7 @@ class PostgresLedgerStore:
             if conn is not None:
                 with suppress(psycopg.Error):
                     conn.close()
-        self._conn = self._flush_conn = None
+        self._conn = self._flush_conn = self._appends = None
         if self._on_close is not None:
             on_close, self._on_close = self._on_close, None
             on_close()
