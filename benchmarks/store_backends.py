@@ -3,6 +3,7 @@ in one run: p50 at one client and throughput with 16 calls in flight, crash_safe
 
     .venv/bin/python benchmarks/store_backends.py [--rounds 5] [--calls 400] [--seconds 3]
                                                   [--durability crash_safe|sync|batched]
+                                                  [--baseline-src /tmp/base/src]
 
 Two long-lived `mcpward run` processes (stdio front) in front of benchmarks/raw_upstream.py, no
 guards, so the difference is the ledger's backend: one writes the state dir's SQLite file, the
@@ -11,7 +12,13 @@ cluster started here on a loopback port, as tests/support/postgres.py does). Eac
 both, one after the other: p50 of `--calls` sequential calls, then calls/s for `--seconds` with 16
 in flight. Printed: per backend the median over rounds with min-max, and per round the deltas
 (PostgreSQL p50 - SQLite p50) and ratios (PostgreSQL calls/s / SQLite calls/s), median and
-min-max. Goals (issue #13): +<=0.3 ms p50, >=0.8x throughput.
+min-max. Goals (issue #13): +<=0.3 ms p50, >=0.8x throughput. Also printed: the gateway's CPU
+time per call in the p50 phase (utime+stime from /proc: less noisy than wall time on a busy box).
+
+`--baseline-src DIR` adds a third gateway, "pg-before", on PostgreSQL with the mcpward found in
+DIR (e.g. the src/ of a `git worktree` of the commit before a change), measured in the same
+rounds; it is a second replica of the same fleet (same database and keys, run one after the other:
+the first append after a switch finds the head moved, once per phase).
 """
 
 from __future__ import annotations
@@ -63,7 +70,9 @@ def database(explicit: str | None) -> Iterator[str]:
         yield migrated(cluster.create_database("bench"))
 
 
-def write_config(directory: Path, durability: str, postgres: bool) -> Path:
+def write_config(
+    directory: Path, durability: str, postgres: bool, keys: Path | None = None
+) -> Path:
     directory.mkdir(parents=True, exist_ok=True)
     config: dict[str, Any] = {
         "version": 1,
@@ -80,7 +89,7 @@ def write_config(directory: Path, durability: str, postgres: bool) -> Path:
             "dsn": {"env": DSN_ENV},
             "pool": {"min": 2, "max": 4},
         }
-        config["keys"] = {"dir": str(directory / "keys")}
+        config["keys"] = {"dir": str(keys or directory / "keys")}
     path = directory / "mcpward.yaml"
     path.write_text(yaml.safe_dump(config), encoding="utf-8")
     return path
@@ -142,14 +151,21 @@ class Gateway:
             {"jsonrpc": "2.0", "id": self.next_id, "method": "tools/call", "params": params}
         )
 
-    async def p50_ms(self, calls: int) -> float:
+    def cpu_seconds(self) -> float:
+        """utime + stime of the gateway process (its upstream not included)."""
+        fields = Path(f"/proc/{self.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+    async def p50_ms(self, calls: int) -> tuple[float, float]:
+        """p50 wall time of `calls` sequential calls, and the gateway's CPU ms per call."""
         took = []
+        cpu = self.cpu_seconds()
         for _ in range(calls):
             started = time.perf_counter()
             await self.call()
             await self.read()
             took.append(time.perf_counter() - started)
-        return statistics.median(took) * 1000
+        return statistics.median(took) * 1000, (self.cpu_seconds() - cpu) * 1000 / calls
 
     async def throughput(self, seconds: float) -> float:
         for _ in range(IN_FLIGHT):
@@ -183,33 +199,47 @@ def spread(values: list[float], unit: str, digits: int = 3) -> str:
     )
 
 
+async def start_gateways(args: argparse.Namespace, dsn: str, work: Path) -> list[Gateway]:
+    env = {DSN_ENV: dsn}
+    keys = work / "keys"  # the PostgreSQL gateways are replicas of one fleet
+    gateways = [
+        await Gateway.start("sqlite", write_config(work / "sqlite", args.durability, False), env),
+        await Gateway.start(
+            "postgres", write_config(work / "postgres", args.durability, True, keys), env
+        ),
+    ]
+    if args.baseline_src:
+        config = write_config(work / "pg-before", args.durability, True, keys)
+        before_env = {**env, "PYTHONPATH": str(Path(args.baseline_src).resolve())}
+        gateways.append(await Gateway.start("pg-before", config, before_env))
+    return gateways
+
+
 async def run(args: argparse.Namespace) -> None:
     work = Path(tempfile.mkdtemp(prefix="mcpward-bench-stores-"))
     with database(os.environ.get(DSN_ENV)) as dsn:
-        env = {DSN_ENV: dsn}
-        sqlite = await Gateway.start(
-            "sqlite", write_config(work / "sqlite", args.durability, False), env
-        )
-        postgres = await Gateway.start(
-            "postgres", write_config(work / "postgres", args.durability, True), env
-        )
-        gateways = [sqlite, postgres]
-        p50: dict[str, list[float]] = {g.name: [] for g in gateways}
-        rate: dict[str, list[float]] = {g.name: [] for g in gateways}
+        gateways = await start_gateways(args, dsn, work)
+        names = [g.name for g in gateways]
+        p50: dict[str, list[float]] = {name: [] for name in names}
+        cpu: dict[str, list[float]] = {name: [] for name in names}
+        rate: dict[str, list[float]] = {name: [] for name in names}
         try:
             for gateway in gateways:  # warm-up: connections, caches, the first checkpoint
                 await gateway.p50_ms(200)
             for number in range(1, args.rounds + 1):
                 order = gateways if number % 2 else list(reversed(gateways))
                 for gateway in order:
-                    p50[gateway.name].append(await gateway.p50_ms(args.calls))
+                    wall, per_call = await gateway.p50_ms(args.calls)
+                    p50[gateway.name].append(wall)
+                    cpu[gateway.name].append(per_call)
                 for gateway in order:
                     rate[gateway.name].append(await gateway.throughput(args.seconds))
                 print(
                     f"round {number}: "
                     + "; ".join(
-                        f"{g.name} p50 {p50[g.name][-1]:.3f} ms, {rate[g.name][-1]:.0f} calls/s"
-                        for g in gateways
+                        f"{n} p50 {p50[n][-1]:.3f} ms, cpu {cpu[n][-1]:.3f} ms/call, "
+                        f"{rate[n][-1]:.0f} calls/s"
+                        for n in names
                     ),
                     flush=True,
                 )
@@ -217,16 +247,17 @@ async def run(args: argparse.Namespace) -> None:
             for gateway in gateways:
                 await gateway.stop()
     print(f"\n{args.rounds} rounds, durability {args.durability}, no guards, stdio front")
-    for gateway in gateways:
-        name = gateway.name
+    for name in names:
         print(
-            f"  {name:8} p50 at 1 client: {spread(p50[name], 'ms')}; "
+            f"  {name:9} p50 at 1 client: {spread(p50[name], 'ms')}; "
+            f"gateway CPU {spread(cpu[name], 'ms/call')}; "
             f"{IN_FLIGHT} in flight: {spread(rate[name], 'calls/s', 0)}"
         )
-    added = [pg - sq for pg, sq in zip(p50["postgres"], p50["sqlite"], strict=True)]
-    ratio = [pg / sq for pg, sq in zip(rate["postgres"], rate["sqlite"], strict=True)]
-    print(f"  PostgreSQL p50 - SQLite p50 (per round): {spread(added, 'ms')}  [goal <= +0.3 ms]")
-    print(f"  PostgreSQL / SQLite throughput (per round): {spread(ratio, 'x', 2)}  [goal >= 0.8x]")
+    for name in names[1:]:
+        added = [pg - sq for pg, sq in zip(p50[name], p50["sqlite"], strict=True)]
+        ratio = [pg / sq for pg, sq in zip(rate[name], rate["sqlite"], strict=True)]
+        print(f"  {name} p50 - sqlite p50 (per round): {spread(added, 'ms')}  [goal <= +0.3 ms]")
+        print(f"  {name} / sqlite throughput (per round): {spread(ratio, 'x', 2)}  [goal >= 0.8x]")
 
 
 def main() -> None:
@@ -236,6 +267,10 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=3.0)
     parser.add_argument(
         "--durability", default="crash_safe", choices=["crash_safe", "sync", "batched"]
+    )
+    parser.add_argument(
+        "--baseline-src",
+        help="a src/ directory with the mcpward to compare against (a third gateway, pg-before)",
     )
     asyncio.run(run(parser.parse_args()))
 
