@@ -290,3 +290,48 @@ def test_a_sqlite_store_whose_pins_key_is_a_ref_needs_no_key_file(
     assert "ok    store: pin store" in run.stdout
     assert "ok    keys: keys.pins (env DOCTOR_PINS): a 32-byte key" in run.stdout
     assert not (state / "pins.key").exists()
+
+
+def test_a_ledger_sealed_with_a_key_no_longer_configured_is_named(
+    home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from dataclasses import replace
+
+    from mcpward.evidence.chain import PendingEntry
+    from mcpward.evidence.ledger import Ledger
+    from mcpward.evidence.receipt import build_receipt
+    from mcpward.evidence.settings import EvidencePaths
+    from mcpward.secret_refs import SecretRef
+    from tests.evidence.records import decision
+
+    old, new, seed = (secrets.token_bytes(32) for _ in range(3))
+    for name, key in (("DOCTOR_OLD", old), ("DOCTOR_NEW", new), ("DOCTOR_SEED", seed)):
+        monkeypatch.setenv(name, key.hex())
+    state = tmp_path / "state"
+    state.mkdir(mode=0o700)
+    SqlitePinStore(state).close()
+    paths = EvidencePaths.resolve(state)
+    written = replace(
+        paths, hmac_refs=(SecretRef(env="DOCTOR_OLD"),), signing_ref=SecretRef(env="DOCTOR_SEED")
+    )
+    ledger = Ledger.open(written)
+    ledger.append([PendingEntry.of_receipt(build_receipt(decision(0)), time.time())])
+    ledger.close()
+
+    def doctor(hmac: str) -> Run:
+        config = tmp_path / "mcpward.yaml"
+        config.write_text(
+            "version: 1\nupstreams: [{id: none, kind: stdio, command: /bin/true}]\n"
+            f"state_dir: {state}\n"
+            f"keys:\n  ledger_hmac: {hmac}\n  signing: {{env: DOCTOR_SEED}}\n"
+        )
+        return mcpward("doctor", "--config", str(config))
+
+    run = doctor("[{env: DOCTOR_NEW}]")
+    assert run.code == 1, run.text
+    assert "does not hold: the gateway refuses to start without it" in run.stdout
+    assert "put that key back in keys.ledger_hmac" in run.stdout
+    assert old.hex() not in run.text and new.hex() not in run.text
+    run = doctor("[{env: DOCTOR_NEW}, {env: DOCTOR_OLD}]")  # rotated in, old one kept
+    assert "ok    keys: keys.ledger_hmac[1] is key " in run.stdout, run.stdout
+    assert "does not hold" not in run.stdout

@@ -166,6 +166,10 @@ class ConfiguredHmacKeys(HmacKeyring):
     def where(self) -> str:
         return self.setting
 
+    def listed(self) -> list[str]:
+        """The key ids in the configured order (newest first)."""
+        return list(self._keys)
+
     def reload(self) -> None:
         """Nothing to re-read: the keys are the process's configuration."""
 

@@ -8,7 +8,12 @@ import dataclasses
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+import orjson
+
+from mcpward.evidence.chain import next_key_id
 from mcpward.evidence.keyring import ConfiguredHmacKeys, hmac_key_id, signer_from_seed
+from mcpward.evidence.settings import EvidencePaths
+from mcpward.evidence.source import LedgerSource
 from mcpward.secret_refs import SecretRef
 from mcpward.store.factory import StoreContext, migrate_hint, store_problem
 from mcpward.store.keys import KeyFileError, key_from_ref, ref_source
@@ -123,12 +128,52 @@ def _hmac_refs(refs: tuple[SecretRef, ...]) -> list[Finding]:
     return found
 
 
+def _ledger_key(context: StoreContext) -> list[Finding]:
+    """Whether `keys.ledger_hmac` still holds the key the ledger's last entry names: the next
+    receipt is sealed with it (until `ledger rotate-key`), so without it the gateway refuses to
+    start. Nothing to say when the ledger is empty, missing or unreadable (the
+    store's own check says why)."""
+    try:
+        keys = ConfiguredHmacKeys(context.hmac_refs)
+    except KeyFileError:
+        return []  # each unreadable or repeated entry is reported on its own
+    source = LedgerSource(EvidencePaths.resolve(context.state_dir, store=context), context)
+    if not source.exists():
+        return []
+    try:
+        with source.snapshot() as view:
+            last = view.last_entries(1)
+        needed = next_key_id(orjson.loads(last[0].body)) if last else None
+    except Exception:  # unreachable, not migrated or unreadable: reported by the store check
+        return []
+    if needed is None:
+        return []
+    name = "keys.ledger_hmac"
+    if needed in keys.listed():
+        index = keys.listed().index(needed)
+        message = f"{name}[{index}] is key {needed}, the one the ledger's next entry is sealed with"
+        return [Finding(Level.OK, "keys", message)]
+    message = (
+        f"the ledger's last entry (seq {last[0].seq}) says its next entry is sealed with HMAC key "
+        f"{needed}, which {name} does not hold: the gateway refuses to start without it"
+    )
+    fix = (
+        f"put that key back in {name} (after any newer one: newest first); to move the ledger "
+        f"to the first key, run `mcpward ledger rotate-key {' '.join(context.cli_args())}` once "
+        "it is back"
+    )
+    return [Finding(Level.FIX, "keys", message, fix)]
+
+
 def check_key_refs(context: StoreContext) -> list[Finding]:
     """The keys a config gives by SecretRef (`keys.pins`, `keys.ledger_hmac`, `keys.signing`)."""
     found: list[Finding] = []
     if context.pins_ref is not None:
         found.append(_key_ref("keys.pins", context.pins_ref, _pins))
-    found.extend(_hmac_refs(context.hmac_refs))
+    hmac = _hmac_refs(context.hmac_refs)
+    found.extend(hmac)
+    if hmac and all(f.level == Level.OK for f in hmac):
+        found.extend(_ledger_key(context))
     if context.signing_ref is not None:
         found.append(_key_ref("keys.signing", context.signing_ref, _signer))
     return found
