@@ -8,7 +8,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
+from mcp.shared.exceptions import MCPError
+
 from tests.fixtures import multilingual_server as fixture
+from tests.guards.test_content_e2e import receipts
 
 FIXTURE = str(Path(fixture.__file__).resolve())
 GUARDS = [{"kind": "tool_poisoning", "priority": 20, "runs_on": ["tools_list"]}]
@@ -35,3 +39,26 @@ async def test_preference_manipulation_tool_is_dropped(gateway_client: Any) -> N
         names = {tool.name for tool in (await client.list_tools()).tools}
     assert "carte_pro" not in names
     assert "mapa" in names
+
+
+async def test_default_guards_drop_and_deny_the_spanish_tool_and_record_it(
+    gateway_client: Any, tmp_path: Path
+) -> None:
+    """No `guards:` in the config: the built-in defaults."""
+    async with gateway_client([upstream("poisoned")], mode="legacy") as client:
+        names = {tool.name for tool in (await client.list_tools()).tools}
+        assert "exportar_informe" not in names
+        assert {"wetter", "rechercher"} <= names
+        with pytest.raises(MCPError) as caught:
+            await client.call_tool("exportar_informe", {"mes": "mayo"})
+        assert caught.value.code == -32013
+        data = caught.value.data or {}
+        assert (data.get("guard"), data.get("code")) == ("tool_poisoning", "poisoned_item")
+        weather = await client.call_tool("wetter", {"stadt": "Graz"})
+        assert weather.is_error is False
+
+    written = receipts(tmp_path / "mcpward.yaml")
+    listing = next(r for r in written if r["method"] == "tools/list")
+    poisoning = next(g for g in listing["guards"] if g["kind"] == "tool_poisoning")
+    assert [item["name"] for item in poisoning["evidence"]["items"]] == ["exportar_informe"]
+    assert {"hidden-instruction", "concealment"} <= set(poisoning["evidence"]["families"])

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 from typing import Any
@@ -9,9 +10,11 @@ from typing import Any
 import pytest
 
 from mcpward.pipeline.context import GuardContext
-from mcpward.pipeline.decisions import AddWarning, Allow, Modify, ReplaceTools
+from mcpward.pipeline.decisions import AddWarning, Allow, Deny, Modify, ReplaceTools
 from mcpward.pipeline.executor import Pipeline
 from mcpward.pipeline.phases import Phase
+from mcpward.pipeline.services import UpstreamSnapshot
+from mcpward.pipeline.subject import Subject
 from tests.guards.conftest import make_guard, run_hook
 
 REAL = Path(__file__).resolve().parents[1] / "data" / "real_servers"
@@ -132,3 +135,35 @@ async def test_pipeline_records_receipt_facing_evidence() -> None:
     run = outcome.runs[0]
     assert run.outcome == "modify" and run.kind == "tool_poisoning"
     assert run.evidence["families"]["concealment"] >= 1
+
+
+class _Contracts:
+    """A connection's current read (`GuardContext.contracts`) for the call-side checks."""
+
+    def __init__(self, snapshot: UpstreamSnapshot | None) -> None:
+        self.snapshot = snapshot
+
+    async def reread(self) -> UpstreamSnapshot | None:
+        return self.snapshot
+
+
+def _call(guard: Any, phase: str, name: str, snapshot: UpstreamSnapshot | None) -> Any:
+    ctx = GuardContext(server_name="up", method="x", contracts=_Contracts(snapshot))
+    hook = getattr(guard, f"on_{phase}")
+    return asyncio.run(hook(Subject(Phase(phase), name, {}), ctx))
+
+
+def test_a_call_to_a_dropped_tool_or_prompt_is_denied() -> None:
+    guard = make_guard("tool_poisoning", ["tool_invoke", "prompt_request"])
+    prompt = {"name": "summarise", "description": POISONED["description"]}
+    snap = UpstreamSnapshot("up", tools=[BENIGN, POISONED], prompts=[prompt])
+    denied = _call(guard, "tool_invoke", "add", snap)
+    assert isinstance(denied, Deny) and denied.code == "poisoned_item"
+    assert denied.details and "concealment" in denied.details["families"]
+    assert isinstance(_call(guard, "prompt_request", "summarise", snap), Deny)
+    assert isinstance(_call(guard, "tool_invoke", "get_weather", snap), Allow)
+    assert isinstance(_call(guard, "tool_invoke", "not_listed", snap), Allow)  # rug_pull's
+    unread = _call(guard, "tool_invoke", "get_weather", None)
+    assert isinstance(unread, Deny) and unread.code == "definition_unverifiable"
+    warn = make_guard("tool_poisoning", ["tool_invoke"], {"action": "warn"})
+    assert isinstance(_call(warn, "tool_invoke", "add", snap), Allow)

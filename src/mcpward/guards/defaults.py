@@ -28,12 +28,19 @@ def default_guard_specs() -> list[GuardSpec]:
                 Phase.RESOURCE_REQUEST,
             ],
         ),
-        # tool_poisoning: drop listed items whose texts carry hidden instructions.
+        # tool_poisoning: drop listed items whose texts carry hidden instructions, and deny
+        # calls to the tools and prompts it drops.
         GuardSpec(
             kind="tool_poisoning",
             id="tool_poisoning",
             priority=20,
-            runs_on=[Phase.TOOLS_LIST, Phase.PROMPTS_LIST, Phase.RESOURCES_LIST],
+            runs_on=[
+                Phase.TOOLS_LIST,
+                Phase.PROMPTS_LIST,
+                Phase.RESOURCES_LIST,
+                Phase.TOOL_INVOKE,
+                Phase.PROMPT_REQUEST,
+            ],
         ),
         # tool_shadowing: across upstreams the first-configured name wins; references dropped.
         GuardSpec(

@@ -1,5 +1,7 @@
 """tool_poisoning: scans every string an agent reads in listed tools, prompts and resources
 for hidden instructions and drops (or warns about) the items that score over the threshold.
+With `drop`, a call to a dropped tool or prompt is denied too: leaving it out of the list
+alone would not stop a client that knows the name.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from mcpward.guards.detection.scanner import (
     score,
 )
 from mcpward.pipeline.context import GuardContext
-from mcpward.pipeline.decisions import AddWarning, Allow, Decision, Modify, ReplaceTools
+from mcpward.pipeline.decisions import AddWarning, Allow, Decision, Deny, Modify, ReplaceTools
 from mcpward.pipeline.guard import Guard
 from mcpward.pipeline.spec import GuardSpec
 from mcpward.pipeline.subject import Subject
@@ -84,11 +86,16 @@ def item_name(item: Any) -> str:
     return "<unnamed>"
 
 
+def _named(items: list[dict[str, Any]], name: str) -> dict[str, Any] | None:
+    return next((item for item in items if item.get("name") == name), None)
+
+
 class ToolPoisoningGuard(Guard):
     """Pure policy: the same definition always gets the same verdict."""
 
     kind = "tool_poisoning"
     awaits_io = False
+    reads_contracts = True  # a call is judged against what its connection lists right now
     Options = ToolPoisoningOptions
 
     def __init__(self, spec: GuardSpec, options: ToolPoisoningOptions) -> None:
@@ -134,6 +141,44 @@ class ToolPoisoningGuard(Guard):
             )
         kept = [item for item, v in zip(items, verdicts, strict=True) if not v.flagged]
         return Modify(ReplaceTools(kept), evidence=evidence)
+
+    def _check_call(self, what: str, name: str, ctx: GuardContext) -> Decision:
+        """Deny a call to an item this guard drops from its connection's current list; the
+        verdict is kept with that read of the list (`UpstreamSnapshot.derived`)."""
+        if self.action != "drop" or ctx.contracts is None:
+            return Allow()
+        snap = ctx.contracts.snapshot
+        if snap is None:
+            return Deny(
+                code="definition_unverifiable",
+                message=f"the {what}s of upstream {ctx.server_name!r} could not be read; "
+                "failing closed",
+            )
+        verdicts: dict[tuple[str, str], ItemVerdict | None] = snap.derived.setdefault(
+            f"tool_poisoning:{self.id}", {}
+        )
+        key = (what, name)
+        if key not in verdicts:
+            items = snap.tools if what == "tool" else snap.prompts
+            item = snap.tool(name) if what == "tool" else _named(items, name)
+            verdicts[key] = None if item is None else self.judge(item)
+        verdict = verdicts[key]
+        if verdict is None or not verdict.flagged:
+            return Allow()  # an unlisted name is rug_pull's (`unlisted_item`)
+        families = sorted({f.family for f in verdict.findings})
+        return Deny(
+            code="poisoned_item",
+            message=f"{what} {name!r} of upstream {ctx.server_name!r} looks poisoned "
+            f"({', '.join(families)}); it is not listed and cannot be called",
+            details={"families": families},
+            evidence={"upstream": ctx.server_name, "action": "drop", "items": [verdict.describe()]},
+        )
+
+    async def on_tool_invoke(self, subject: Subject, ctx: GuardContext) -> Decision:
+        return self._check_call("tool", subject.name or "", ctx)
+
+    async def on_prompt_request(self, subject: Subject, ctx: GuardContext) -> Decision:
+        return self._check_call("prompt", subject.name or "", ctx)
 
     async def on_tools_list(self, subject: Subject, ctx: GuardContext) -> Decision:
         return self._decide(subject, ctx, "tools")
