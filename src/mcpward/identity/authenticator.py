@@ -13,12 +13,13 @@ from mcpward.identity.client_records import (
     ClientRecordRefused,
     ClientRecordSet,
     ClientRecordsUnavailable,
+    StoredRecord,
 )
 from mcpward.identity.consent import CEILING_CLAIM, ConsentCeiling
 from mcpward.identity.models import OAuthSettings, StaticToken
 from mcpward.identity.oauth import JwtVerifier, TokenRejected, merge_roles
 from mcpward.identity.revocations import RevocationSet, RevocationUnavailable
-from mcpward.identity.tokens import StaticTokenTable, hash_token
+from mcpward.identity.tokens import StaticTokenTable, TokenEntry, hash_token
 from mcpward.pipeline.context import Identity
 
 # RFC 6750 b64token
@@ -77,7 +78,10 @@ class NoCredentialConfigured(ValueError):
 
 class Authenticator:
     """Static tokens are tried first (constant-time), then JWT verification if OAuth is on.
-    `records` (the store's client records) replace a client's configured roles or ceiling."""
+    `records` (the store's client records) replace a client's configured roles or ceiling.
+
+    Revocations and client records are asked on every request; what follows from a static
+    token's entry and its stored record (the Principal) is built once per pair and reused."""
 
     def __init__(
         self,
@@ -96,34 +100,64 @@ class Authenticator:
         self.oauth = oauth
         self._revocations = revocations
         self._records = records
+        # per configured token: the stored record it was built with, and the Principal
+        self._principals: dict[bytes, tuple[StoredRecord | None, Principal]] = {}
 
-    def _refuse_revoked(self, client_id: str | None, token: str) -> None:
+    def _refuse_revoked(self, client_id: str | None, token_sha256: str) -> None:
         """401 for a revoked client or token; 503 when revocations cannot be read (fail closed)."""
         if self._revocations is None:
             return
         try:
-            revoked = self._revocations.revoked(client_id, hash_token(token))
+            revoked = self._revocations.revoked(client_id, token_sha256)
         except RevocationUnavailable:
             raise AuthUnavailable("token revocations cannot be checked right now") from None
         if revoked:
             raise AuthFailure(401, "token revoked", error="invalid_token")
 
-    def _recorded(
-        self, client_id: str | None, roles: Sequence[str], ceiling: ConsentCeiling
-    ) -> tuple[tuple[str, ...], ConsentCeiling]:
-        """The client's roles and ceiling after its stored record; 503 when the records cannot
-        be read, 401 when its record fails its check (fail closed)."""
+    def _stored(self, client_id: str | None) -> StoredRecord | None:
+        """The client's stored record, if any; 503 when the records cannot be read, 401 when
+        its record fails its check (fail closed)."""
         if self._records is None or client_id is None:
-            return tuple(roles), ceiling
+            return None
         try:
-            stored = self._records.record(client_id)
+            return self._records.record(client_id)
         except ClientRecordRefused as exc:
             log.warning("client %r refused: %s", client_id, exc)
             raise AuthFailure(401, "client record refused", error="invalid_token") from None
         except ClientRecordsUnavailable as exc:
             log.warning("client %r refused: %s", client_id, exc)
             raise AuthUnavailable("client records cannot be read right now") from None
+
+    def _recorded(
+        self, client_id: str | None, roles: Sequence[str], ceiling: ConsentCeiling
+    ) -> tuple[tuple[str, ...], ConsentCeiling]:
+        """The client's roles and ceiling after its stored record."""
+        stored = self._stored(client_id)
         return (tuple(roles), ceiling) if stored is None else stored.apply(roles, ceiling)
+
+    def _static_principal(self, found: TokenEntry) -> Principal:
+        entry = found.entry
+        stored = self._stored(entry.client_id)
+        cached = self._principals.get(found.digest)
+        if cached is not None and cached[0] == stored:
+            return cached[1]
+        roles, ceiling = (
+            (tuple(entry.roles), entry.consent_ceiling)
+            if stored is None
+            else stored.apply(entry.roles, entry.consent_ceiling)
+        )
+        principal = Principal(
+            identity=Identity(
+                sub=entry.client_id,
+                client_id=entry.client_id,
+                roles=roles,
+                claims={CEILING_CLAIM: ceiling.value, AUTH_CLAIM: "token"},
+            ),
+            ceiling=ceiling,
+            binding=_binding(f"token:{entry.client_id}", roles, ceiling),
+        )
+        self._principals[found.digest] = (stored, principal)
+        return principal
 
     async def start(self) -> None:
         """Load the JWKS now, so a gateway whose keys cannot be read does not start."""
@@ -137,20 +171,10 @@ class Authenticator:
         if match is None:
             raise AuthFailure(401, "expected a Bearer token", error="invalid_request")
         token = match.group(1)
-        entry = self._table.match(token)
-        if entry is not None:
-            self._refuse_revoked(entry.client_id, token)
-            roles, ceiling = self._recorded(entry.client_id, entry.roles, entry.consent_ceiling)
-            return Principal(
-                identity=Identity(
-                    sub=entry.client_id,
-                    client_id=entry.client_id,
-                    roles=roles,
-                    claims={CEILING_CLAIM: ceiling.value, AUTH_CLAIM: "token"},
-                ),
-                ceiling=ceiling,
-                binding=_binding(f"token:{entry.client_id}", roles, ceiling),
-            )
+        found = self._table.lookup(token)
+        if found is not None:
+            self._refuse_revoked(found.entry.client_id, found.subject)
+            return self._static_principal(found)
         if self._jwt is None:
             raise AuthFailure(401, "invalid token", error="invalid_token")
         try:
@@ -158,7 +182,7 @@ class Authenticator:
         except TokenRejected as exc:
             scope = " ".join(self._jwt.settings.required_scopes) if exc.status == 403 else None
             raise AuthFailure(exc.status, str(exc), error=exc.error, scope=scope) from None
-        self._refuse_revoked(verified.client_id, token)
+        self._refuse_revoked(verified.client_id, hash_token(token))
         recorded, ceiling = self._recorded(
             verified.client_id, verified.record_roles, verified.ceiling
         )

@@ -9,6 +9,7 @@ import hashlib
 import hmac
 import secrets
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from mcpward.identity.models import StaticToken
 
@@ -25,25 +26,41 @@ def new_token() -> str:
     return "mcpw_" + secrets.token_urlsafe(TOKEN_BYTES)
 
 
+@dataclass(frozen=True, slots=True)
+class TokenEntry:
+    """A configured token: its digest, its entry, and `subject`, the `sha256:<hex>` form that
+    names this very token in revocations (computed once, not per request)."""
+
+    digest: bytes
+    entry: StaticToken
+    subject: str
+
+
 class StaticTokenTable:
     """Looks a presented token up among the configured hashes without an early exit."""
 
     def __init__(self, entries: Sequence[StaticToken]) -> None:
-        self._entries = [(bytes.fromhex(e.token_sha256[7:]), e) for e in entries]
+        self._entries: list[TokenEntry] = []
         seen: set[bytes] = set()
-        for digest, entry in self._entries:
+        for entry in entries:
+            digest = bytes.fromhex(entry.token_sha256[7:])
             if digest in seen:
                 raise ValueError(f"client {entry.client_id!r} reuses another client's token")
             seen.add(digest)
+            self._entries.append(TokenEntry(digest, entry, "sha256:" + digest.hex()))
 
     def __len__(self) -> int:
         return len(self._entries)
 
-    def match(self, token: str) -> StaticToken | None:
+    def lookup(self, token: str) -> TokenEntry | None:
         presented = hashlib.sha256(token.encode("utf-8")).digest()
-        found: StaticToken | None = None
-        for digest, entry in self._entries:
+        found: TokenEntry | None = None
+        for candidate in self._entries:
             # Compare against every entry so the time taken does not say which one matched.
-            if hmac.compare_digest(presented, digest):
-                found = entry
+            if hmac.compare_digest(presented, candidate.digest):
+                found = candidate
         return found
+
+    def match(self, token: str) -> StaticToken | None:
+        found = self.lookup(token)
+        return None if found is None else found.entry

@@ -4,6 +4,8 @@ then the capped body, then the era: handshake sessions or 2026-07-28 stateless r
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import logging
 import secrets
 from typing import Any
@@ -32,6 +34,7 @@ from mcpward.transport.http_front.console_mount import (
     is_console_path,
     serve_console,
 )
+from mcpward.transport.http_front.headers import RequestHeaders, read_headers
 from mcpward.transport.http_front.health import HEALTH_PATHS, HealthProbe
 from mcpward.transport.http_front.legacy import (
     LegacySession,
@@ -43,8 +46,8 @@ from mcpward.transport.http_front.legacy import (
 from mcpward.transport.http_front.metrics_mount import METRICS_PATH, MetricsEndpoint
 from mcpward.transport.http_front.modern import (
     ModernPool,
+    ParamHeaderCheck,
     ladder_rejection,
-    param_header_rejection,
     send_rejection,
     serve_request,
     version_rejection,
@@ -77,8 +80,13 @@ class BodyTooLarge(Exception):
     pass
 
 
-def _accepts(headers: dict[str, str]) -> tuple[bool, bool]:
-    types = [t.strip().split(";")[0].strip().lower() for t in headers.get("accept", "").split(",")]
+def _accepts(headers: RequestHeaders) -> tuple[bool, bool]:
+    return _accepted(headers.get("accept") or "")
+
+
+@functools.lru_cache(maxsize=64)  # a client sends the same Accept on every request
+def _accepted(accept: str) -> tuple[bool, bool]:
+    types = [t.strip().split(";")[0].strip().lower() for t in accept.split(",")]
     wildcard = "*/*" in types
     has_json = wildcard or "application/json" in types or "application/*" in types
     has_sse = wildcard or "text/event-stream" in types or "text/*" in types
@@ -97,6 +105,7 @@ class HttpFrontApp:
         self.policy = HostOriginPolicy.for_front(front, bound_port)
         self.legacy = LegacySessions(gateway, front.max_sessions, front.session_idle_timeout_s)
         self.modern = ModernPool(gateway, front.max_sessions)
+        self.param_headers = ParamHeaderCheck()
         host = f"[{front.host}]" if ":" in front.host else front.host
         self.resource = (
             front.oauth.resource
@@ -123,32 +132,26 @@ class HttpFrontApp:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             return
-        started = False
-
-        async def tracking_send(message: Any) -> None:
-            nonlocal started
-            started = started or message["type"] == "http.response.start"
-            await send(message)
-
         if scope["path"] in HEALTH_PATHS:  # before Host and token: balancers probe by address
-            await self.health.serve(scope, tracking_send)
+            await self.health.serve(scope, send)
             return
         try:
-            await self._handle(scope, receive, tracking_send)
+            await self._handle(scope, receive, send)
         except Exception:
             # A bug in the front fails closed with an incident id; nothing else is revealed.
             incident = secrets.token_hex(6)
             log.exception("internal error %s in the HTTP front; failed closed", incident)
-            if not started:
-                message = f"internal error in mcpward (incident {incident}); failed closed"
-                body = jsonrpc.error(None, errors.GATEWAY_INTERNAL, message, {"incident": incident})
+            message = f"internal error in mcpward (incident {incident}); failed closed"
+            body = jsonrpc.error(None, errors.GATEWAY_INTERNAL, message, {"incident": incident})
+            # If the response has begun, the server refuses a second start (the ASGI rule):
+            # that response is then cut short instead.
+            with contextlib.suppress(Exception):
                 await send_json(send, 500, body)
 
     async def _handle(self, scope: Scope, receive: Receive, send: Send) -> None:
-        # RFC 9110 §5.5: a field value excludes leading and trailing whitespace. h11 strips it,
-        # httptools does not; every check below sees the same values whichever parser ran.
-        scope["headers"] = [(k, v.strip(b" \t")) for k, v in scope["headers"]]
-        problem = self.policy.problem(scope["headers"])
+        headers = read_headers(scope)  # trimmed in the scope too, before any check
+        host, origin = headers.get("host"), headers.get("origin")
+        problem = self.policy.judge(headers.count("host"), host, origin)
         if problem is not None:
             await send_json(send, 403, jsonrpc.error(None, errors.INVALID_REQUEST, problem))
             return
@@ -165,8 +168,7 @@ class HttpFrontApp:
         if path.rstrip("/") != self.front.path.rstrip("/"):
             await send_status(send, 404, b"Not Found")
             return
-        headers = _headers(scope)
-        principal = await self._authenticate(scope, send)
+        principal = await self._authenticate(headers, send)
         if principal is None:
             return
         method = scope["method"]
@@ -182,12 +184,11 @@ class HttpFrontApp:
         else:
             await send_status(send, 405, b"Method Not Allowed", [(b"allow", b"GET, POST, DELETE")])
 
-    async def _authenticate(self, scope: Scope, send: Send) -> Principal | None:
-        values = [v.decode("latin-1") for k, v in scope["headers"] if k == b"authorization"]
+    async def _authenticate(self, headers: RequestHeaders, send: Send) -> Principal | None:
         try:
-            if len(values) > 1:
+            if headers.count("authorization") > 1:
                 raise AuthFailure(401, "more than one Authorization header", "invalid_request")
-            return await self.auth.authenticate(values[0] if values else None)
+            return await self.auth.authenticate(headers.get("authorization"))
         except AuthUnavailable as away:
             await refuse_while_store_away(send, away.description)
             return None
@@ -215,9 +216,11 @@ class HttpFrontApp:
 
     # ---- POST ------------------------------------------------------------------------------
 
-    async def _read_body(self, scope: Scope, receive: Receive, send: Send) -> bytes | None:
+    async def _read_body(
+        self, headers: RequestHeaders, receive: Receive, send: Send
+    ) -> bytes | None:
         cap = self.front.max_body_bytes
-        declared = _headers(scope).get("content-length")
+        declared = headers.get("content-length")
         if declared is not None and (not declared.isdigit() or int(declared) > cap):
             await send_status(send, 413, b"Payload Too Large")
             return None
@@ -238,7 +241,7 @@ class HttpFrontApp:
         scope: Scope,
         receive: Receive,
         send: Send,
-        headers: dict[str, str],
+        headers: RequestHeaders,
         principal: Principal,
         modern: bool,
     ) -> None:
@@ -246,7 +249,7 @@ class HttpFrontApp:
         if ctype != "application/json":
             await send_status(send, 415, b"Unsupported Media Type: use application/json")
             return
-        raw = await self._read_body(scope, receive, send)
+        raw = await self._read_body(headers, receive, send)
         if raw is None:
             return
         try:
@@ -264,7 +267,7 @@ class HttpFrontApp:
         scope: Scope,
         receive: Receive,
         send: Send,
-        headers: dict[str, str],
+        headers: RequestHeaders,
         principal: Principal,
         body: Any,
     ) -> None:
@@ -307,7 +310,7 @@ class HttpFrontApp:
         if message["method"] == methods.SUBSCRIPTIONS_LISTEN and not has_sse:
             await send_status(send, 406, b"Not Acceptable: subscriptions/listen is an SSE stream")
             return
-        rejection = ladder_rejection(message, scope["headers"], headers)
+        rejection = ladder_rejection(message, headers)
         if rejection is None:
             rejection = self._param_headers(message, headers)
         if rejection is not None:
@@ -326,7 +329,7 @@ class HttpFrontApp:
             return
         await serve_request(pooled, message, has_sse, receive, send)
 
-    def _param_headers(self, message: dict[str, Any], headers: dict[str, str]) -> Any:
+    def _param_headers(self, message: dict[str, Any], headers: RequestHeaders) -> Any:
         """Mcp-Param-* headers must agree with the arguments (validated against the tool's
         schema from the catalog; the upstream receives headers regenerated from the body)."""
         if message["method"] != methods.TOOLS_CALL:
@@ -340,14 +343,16 @@ class HttpFrontApp:
         tool = snapshot.tool(route[1]) if snapshot is not None else None
         if tool is None:
             return None
-        return param_header_rejection(tool.get("inputSchema"), params.get("arguments"), headers)
+        return self.param_headers.rejection(
+            tool.get("inputSchema"), params.get("arguments"), headers
+        )
 
     async def _post_legacy(
         self,
         scope: Scope,
         receive: Receive,
         send: Send,
-        headers: dict[str, str],
+        headers: RequestHeaders,
         principal: Principal,
         body: Any,
     ) -> None:
@@ -410,7 +415,7 @@ class HttpFrontApp:
         scope: Scope,
         receive: Receive,
         send: Send,
-        headers: dict[str, str],
+        headers: RequestHeaders,
         principal: Principal,
     ) -> None:
         session_id = headers.get("mcp-session-id")
@@ -437,10 +442,6 @@ class HttpFrontApp:
         if session is None or session.binding != principal.binding:
             return None
         return session
-
-
-def _headers(scope: Scope) -> dict[str, str]:
-    return {k.decode("latin-1"): v.decode("latin-1") for k, v in scope["headers"]}
 
 
 async def _session_not_found(send: Send) -> None:

@@ -21,6 +21,7 @@ from mcpward.protocol import errors, jsonrpc, methods
 from mcpward.protocol.eras import HANDSHAKE_VERSIONS
 from mcpward.protocol.jsonrpc import Frame, FrameKind, Message, RequestId
 from mcpward.relay.gateway import tenant_of
+from mcpward.transport.http_front.mailbox import Mailbox
 from mcpward.transport.http_front.responses import (
     SSE_HEADERS,
     Receive,
@@ -49,6 +50,8 @@ PRIMING_FROM = "2025-11-25"  # older clients cannot parse an event with empty da
 
 Event = tuple[str, bytes | None, bool]  # (event id, data or None for priming, final)
 DROPPED: Event = ("", None, True)  # put on a stream's queue when its client disconnects
+WINDOW_OVER: Event = ("", None, False)  # put on a request's queue when its JSON window ends
+Events = Mailbox[Event | None]  # None: nothing more will come on the stream
 
 
 def stream_key(request_id: RequestId) -> str:
@@ -95,7 +98,7 @@ class LegacySession:
         self.identity = identity
         self.relay: Session | None = None
         self.log = EventLog()
-        self.live: dict[str, asyncio.Queue[Event | None]] = {}
+        self.live: dict[str, Events] = {}
         self.pending: set[str] = set()  # request streams whose answer has not been sent yet
         self.last_used = time.monotonic()
         self.closed = False
@@ -137,9 +140,8 @@ class LegacySession:
             await send_json(send, 400, body)
             return
         self.pending.add(key)
-        queue: asyncio.Queue[Event | None] = asyncio.Queue()
+        queue: Events = Mailbox()
         self.live[key] = queue
-        self.last_used = time.monotonic()
         try:
             await self.relay.handle(Frame(FrameKind.REQUEST, message))
             if await self._answer_as_json(queue, send):
@@ -168,7 +170,7 @@ class LegacySession:
         if key in self.live:
             await send_status(send, 409, b"Conflict: this stream is already open")
             return
-        queue: asyncio.Queue[Event | None] = asyncio.Queue()
+        queue: Events = Mailbox()
         for event in backlog:
             queue.put_nowait(event)
         if key != GET_STREAM and key not in self.pending and not any(e[2] for e in backlog):
@@ -182,13 +184,16 @@ class LegacySession:
 
     # ---- writers ------------------------------------------------------------------------------
 
-    async def _answer_as_json(self, queue: asyncio.Queue[Event | None], send: Send) -> bool:
+    async def _answer_as_json(self, queue: Events, send: Send) -> bool:
         """Send the answer as JSON if it is the first event and comes within the window; else
         leave the queue as it was (the first event, if any, back in front) and return False."""
+        # One timer handle for the window (cheaper than a timeout scope around the wait).
+        window = asyncio.get_running_loop().call_later(JSON_WINDOW_S, queue.put_nowait, WINDOW_OVER)
         try:
-            async with asyncio.timeout(JSON_WINDOW_S):
-                first = await queue.get()
-        except TimeoutError:
+            first = await queue.get()
+        finally:
+            window.cancel()
+        if first is WINDOW_OVER:
             return False
         if first is not None and first is not DROPPED and first[2] and first[1] is not None:
             await send_body(send, 200, first[1], headers=[(b"mcp-session-id", self.id.encode())])
@@ -197,13 +202,14 @@ class LegacySession:
         while not queue.empty():
             backlog.append(queue.get_nowait())
         for event in backlog:
-            queue.put_nowait(event)
+            if event is not WINDOW_OVER:  # the window may have ended as the first event came
+                queue.put_nowait(event)
         return False
 
     async def _stream(
         self,
         key: str,
-        queue: asyncio.Queue[Event | None],
+        queue: Events,
         priming: bool,
         receive: Receive,
         send: Send,
@@ -246,7 +252,7 @@ class LegacySession:
             queue.put_nowait(None)
 
 
-async def _watch_disconnect(receive: Receive, queue: asyncio.Queue[Event | None]) -> None:
+async def _watch_disconnect(receive: Receive, queue: Events) -> None:
     while (await receive())["type"] != "http.disconnect":
         pass
     queue.put_nowait(DROPPED)

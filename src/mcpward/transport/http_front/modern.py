@@ -15,11 +15,15 @@ from typing import TYPE_CHECKING, Any
 
 from mcp.shared.inbound import (
     ERROR_CODE_HTTP_STATUS,
+    MCP_METHOD_HEADER,
+    MCP_NAME_HEADER,
+    MCP_PROTOCOL_VERSION_HEADER,
     InboundLadderRejection,
     classify_inbound_request,
-    find_duplicated_routing_header,
+    find_invalid_x_mcp_header,
     unsupported_protocol_version_rejection,
     validate_mcp_param_headers,
+    x_mcp_header_map,
 )
 
 from mcpward.pipeline.context import Identity
@@ -31,6 +35,8 @@ from mcpward.protocol.eras import (
 )
 from mcpward.protocol.jsonrpc import Frame, FrameKind, Message, RequestId
 from mcpward.relay.gateway import tenant_of
+from mcpward.transport.http_front.headers import RequestHeaders
+from mcpward.transport.http_front.mailbox import Mailbox
 from mcpward.transport.http_front.responses import (
     SSE_HEADERS,
     Receive,
@@ -46,22 +52,62 @@ if TYPE_CHECKING:
 log = logging.getLogger("mcpward.http")
 
 SSE_PING_INTERVAL_S = 15.0
+# A request still unanswered after this long starts watching for its client's disconnect (the
+# cancellation at 2026-07-28); a quicker answer needs no watcher task.
+WATCH_AFTER_S = 0.2
 GONE: tuple[bool, Message] = (True, {})  # put on a waiter's queue when its client disconnects
+PING: tuple[bool, Message] = (False, {})  # put on a waiter's queue when a keep-alive is due
 POOL_IDLE_S = 600.0
 DISCOVER_TIMEOUT_S = 30.0
+MAX_SCHEMAS = 1024  # tool schemas whose Mcp-Param-* header names are remembered
+# checked for repeats in this order (a mapping of headers cannot show the SDK a repeat)
+ROUTING_HEADERS = (MCP_PROTOCOL_VERSION_HEADER, MCP_METHOD_HEADER, MCP_NAME_HEADER)
 
 
 class Waiter:
     """One POST waiting for its answer; collects the notifications that belong to it."""
 
+    __slots__ = ("_timer", "_watcher", "client_id", "done", "listen", "queue")
+
     def __init__(self, client_id: RequestId, listen: bool) -> None:
         self.client_id = client_id
         self.listen = listen
-        self.queue: asyncio.Queue[tuple[bool, Message]] = asyncio.Queue()
+        self.queue: Mailbox[tuple[bool, Message]] = Mailbox()
         self.done = False
+        self._timer: asyncio.TimerHandle | None = None
+        self._watcher: asyncio.Task[None] | None = None
 
     def put(self, message: Message, final: bool) -> None:
         self.queue.put_nowait((final, message))
+
+    def watch_later(self, receive: Receive, pings: bool) -> None:
+        """After WATCH_AFTER_S: watch for the client's disconnect, and (SSE) queue a keep-alive
+        every SSE_PING_INTERVAL_S. One timer handle per request until then."""
+        loop = asyncio.get_running_loop()
+        self._timer = loop.call_later(WATCH_AFTER_S, self._slow, loop, receive, pings)
+
+    def _slow(self, loop: asyncio.AbstractEventLoop, receive: Receive, pings: bool) -> None:
+        self._watcher = loop.create_task(self._watch(receive))
+        self._timer = None
+        if pings:
+            self._timer = loop.call_later(SSE_PING_INTERVAL_S - WATCH_AFTER_S, self._ping, loop)
+
+    def _ping(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.queue.put_nowait(PING)
+        self._timer = loop.call_later(SSE_PING_INTERVAL_S, self._ping, loop)
+
+    async def _watch(self, receive: Receive) -> None:
+        while (await receive())["type"] != "http.disconnect":
+            pass
+        self.queue.put_nowait(GONE)
+
+    def stop_watching(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        if self._watcher is not None:
+            self._watcher.cancel()
+            self._watcher = None
 
 
 def _own_subscription(message: Message, waiter: Waiter) -> Message:
@@ -106,8 +152,7 @@ class PooledSession:
     def register(self, client_id: RequestId, listen: bool) -> tuple[int, Waiter]:
         gw_id = next(self.ids)
         waiter = Waiter(client_id, listen)
-        self.waiters[gw_id] = waiter
-        self.last_used = time.monotonic()
+        self.waiters[gw_id] = waiter  # not idle while it waits: last_used is set on release
         return gw_id, waiter
 
     def release(self, gw_id: int) -> None:
@@ -190,29 +235,61 @@ async def _final(waiter: Waiter) -> Message:
 
 
 def ladder_rejection(
-    body: Mapping[str, Any], raw_headers: list[tuple[bytes, bytes]], headers: Mapping[str, str]
+    body: Mapping[str, Any], headers: RequestHeaders
 ) -> InboundLadderRejection | None:
     """The spec's checks of a modern request's envelope and routing headers, in order."""
-    duplicated = find_duplicated_routing_header(
-        (k.decode("latin-1"), v.decode("latin-1")) for k, v in raw_headers
-    )
-    if duplicated is not None:
-        return InboundLadderRejection(
-            code=errors.HEADER_MISMATCH, message=f"{duplicated} header appears more than once"
-        )
-    verdict = classify_inbound_request(body, headers=headers)
+    for name in ROUTING_HEADERS:
+        if name in headers.repeated:
+            return _repeated(name)
+    verdict = classify_inbound_request(body, headers=headers.values)
     return verdict if isinstance(verdict, InboundLadderRejection) else None
 
 
-def param_header_rejection(
-    schema: Any, arguments: Any, headers: Mapping[str, str]
-) -> InboundLadderRejection | None:
-    if not isinstance(arguments, dict):
-        arguments = {}
-    try:
-        return validate_mcp_param_headers(schema, arguments, headers)
-    except Exception:
-        return None
+def _repeated(name: str) -> InboundLadderRejection:
+    return InboundLadderRejection(
+        code=errors.HEADER_MISMATCH, message=f"{name} header appears more than once"
+    )
+
+
+class ParamHeaderCheck:
+    """`Mcp-Param-*` headers against a tools/call's arguments, as the tool's schema declares
+    them (`x-mcp-header`). Which headers a schema declares is worked out once per schema
+    object; a tool that declares none (most) costs a dictionary lookup per call."""
+
+    def __init__(self) -> None:
+        self._declared: dict[int, tuple[Any, tuple[str, ...]]] = {}
+
+    def declared(self, schema: Any) -> tuple[str, ...]:
+        """The lower-case header names `schema` declares (none for an invalid schema, which
+        the SDK's check does not validate either)."""
+        entry = self._declared.get(id(schema))
+        if entry is None or entry[0] is not schema:
+            if len(self._declared) >= MAX_SCHEMAS:
+                self._declared.clear()
+            try:
+                valid = find_invalid_x_mcp_header(schema) is None
+                tokens = x_mcp_header_map(schema).values() if valid else ()
+            except Exception:
+                tokens = ()
+            entry = (schema, tuple(f"mcp-param-{token}".lower() for token in tokens))
+            self._declared[id(schema)] = entry
+        return entry[1]
+
+    def rejection(
+        self, schema: Any, arguments: Any, headers: RequestHeaders
+    ) -> InboundLadderRejection | None:
+        declared = self.declared(schema)
+        if not declared:
+            return None
+        for name in declared:
+            if name in headers.repeated:  # a mapping cannot show the SDK a repeated header
+                return _repeated(name)
+        if not isinstance(arguments, dict):
+            arguments = {}
+        try:
+            return validate_mcp_param_headers(schema, arguments, headers.values)
+        except Exception:
+            return None
 
 
 def version_rejection(version: str) -> InboundLadderRejection | None:
@@ -235,18 +312,12 @@ async def serve_request(
     assert relay is not None
     listen = body.get("method") == methods.SUBSCRIPTIONS_LISTEN
     gw_id, waiter = pooled.register(body["id"], listen)
-
-    async def watch() -> None:
-        while (await receive())["type"] != "http.disconnect":
-            pass
-        waiter.queue.put_nowait(GONE)
-
-    watcher = asyncio.create_task(watch())
+    waiter.watch_later(receive, pings=wants_sse)
     try:
         await relay.handle(Frame(FrameKind.REQUEST, {**body, "id": gw_id}))
         await _answer(waiter, wants_sse, send)
     finally:
-        watcher.cancel()
+        waiter.stop_watching()
         if not waiter.done:
             # Closing the stream is the cancellation at 2026-07-28.
             with contextlib.suppress(Exception):
@@ -273,17 +344,15 @@ async def _answer(waiter: Waiter, wants_sse: bool, send: Send) -> None:
     committed = False
     try:
         while True:
-            try:
-                async with asyncio.timeout(SSE_PING_INTERVAL_S if wants_sse else None):
-                    item = await waiter.queue.get()
-            except TimeoutError:
+            item = await waiter.queue.get()
+            if item is GONE:
+                return
+            if item is PING:
                 if not committed:
                     await _start_sse(send)
                     committed = True
                 await _chunk(send, b": ping\n\n")
                 continue
-            if item is GONE:
-                return
             final, message = item
             if final:
                 waiter.done = True

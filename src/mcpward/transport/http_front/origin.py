@@ -64,6 +64,10 @@ class HostOriginPolicy:
                 host = value.decode("latin-1")
             elif key == b"origin":
                 origin = value.decode("latin-1")
+        return self.judge(hosts_seen, host, origin)
+
+    def judge(self, hosts_seen: int, host: str | None, origin: str | None) -> str | None:
+        """`problem` for headers already read: exactly one Host, allowed; an allowed Origin."""
         if hosts_seen != 1 or not self.host_allowed(host):
             return "Host header not allowed"
         if not self.origin_allowed(origin):
