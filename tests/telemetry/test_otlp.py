@@ -5,6 +5,7 @@ and no argument value in any attribute. Without an endpoint nothing is exported 
 from __future__ import annotations
 
 import json
+import logging
 import subprocess
 import sys
 from pathlib import Path
@@ -32,7 +33,11 @@ async def test_spans_of_judged_calls_reach_the_otlp_receiver(tmp_path: Path) -> 
     headers_file = tmp_path / "upstream-headers.jsonl"
     async with otlp_receiver() as receiver, fixture_upstream(headers_file) as upstream_url:
         upstream = {"id": "conf", "url": upstream_url, "allow_private": ["127.0.0.1"]}
-        telemetry = {"otlp_endpoint": receiver.url, "service_name": "mcpward-test"}
+        telemetry = {
+            "otlp_endpoint": receiver.url,
+            "otlp_allow_private": ["127.0.0.1"],  # the collector is dialled through the filter
+            "service_name": "mcpward-test",
+        }
         config = write_gateway_config(
             tmp_path, [upstream], guards=GUARDS, extra={"telemetry": telemetry}
         )
@@ -101,3 +106,56 @@ def test_without_an_endpoint_opentelemetry_is_not_imported(tmp_path: Path) -> No
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[]"
+
+
+def test_the_collector_is_dialled_through_the_egress_filter(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A private collector address is refused at load unless allow-listed, and a name that
+    resolves to one when the batch is sent is refused at dial time: the batch is dropped and
+    logged (host and reason, once a minute), nothing is sent."""
+    from mcpward.config import parse_config
+    from mcpward.config.loader import ConfigError
+    from mcpward.transport.egress.policy import EgressBlocked, EgressPolicy
+    from mcpward.transport.egress.poster import EgressPoster
+
+    base = {"upstreams": [{"id": "x", "command": "true"}], "guards": []}
+    for endpoint in ("http://127.0.0.1:4318/v1/traces", "http://[::1]:4318/", "http://localhost/"):
+        with pytest.raises(ConfigError, match=r"telemetry\.otlp_allow_private"):
+            parse_config({**base, "telemetry": {"otlp_endpoint": endpoint}}, "t")
+    with pytest.raises(ConfigError, match="otlp_allow_private: allow_private entry 'collector'"):
+        parse_config(
+            {
+                **base,
+                "telemetry": {"otlp_endpoint": "http://c/", "otlp_allow_private": ["collector"]},
+            },
+            "t",
+        )
+    allowed = {"otlp_endpoint": "http://127.0.0.1:4318/", "otlp_allow_private": ["127.0.0.1"]}
+    loaded = parse_config({**base, "telemetry": allowed}, "t")
+    assert loaded.config.telemetry.otlp_allow_private == ["127.0.0.1"]
+
+    async def private_answer(host: str, port: int) -> list[str]:
+        return ["10.0.0.7"]
+
+    poster = EgressPoster(EgressPolicy(resolver=private_answer), timeout=2)
+    with pytest.raises(EgressBlocked):
+        poster.post("http://collector.example/v1/traces", b"x", {})
+
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExportResult
+
+    from mcpward.telemetry.otlp_export import SendingSpanExporter
+
+    exporter = SendingSpanExporter("http://collector.example/v1/traces", poster.post, poster.close)
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    with caplog.at_level(logging.WARNING, logger="mcpward.telemetry"):
+        for _ in range(3):
+            provider.get_tracer("t").start_span("call").end()
+    assert exporter.failed == 3 and exporter.exported == 0
+    refusals = [r.getMessage() for r in caplog.records if "traces not exported" in r.getMessage()]
+    assert len(refusals) == 1 and "collector.example" in refusals[0]
+    assert "EgressBlocked" in refusals[0] and "10.0.0.7" in refusals[0]
+    provider.shutdown()
+    assert exporter.export([]) is SpanExportResult.FAILURE  # closed with the provider

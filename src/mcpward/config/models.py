@@ -101,6 +101,21 @@ class HttpUpstream(Strict):
     restart: RestartPolicy = Field(default_factory=RestartPolicy)
 
 
+def _passes_egress(url: str, allow: list[str], fields: tuple[str, str], section: str) -> None:
+    """An operator-given endpoint (`fields`: its URL and allow-list settings in `section`) that
+    the egress filter would refuse on every connection is refused when the config loads."""
+    url_field, allow_field = fields
+    try:
+        refusal = endpoint_refusal(url, allow)
+    except EgressConfigError as exc:
+        raise ValueError(f"{allow_field}: {exc}") from None
+    if refusal is not None:
+        raise ValueError(
+            f"{url_field}: {refusal}; the egress filter would block every connection to it. List "
+            f"its address in {section}.{allow_field} (e.g. 127.0.0.1) if it is meant"
+        )
+
+
 def _upstream_kind(value: object) -> str:
     """`kind` may be omitted: a `url` means http, anything else stdio."""
     if isinstance(value, dict):
@@ -187,17 +202,16 @@ class GatewayConfig(Strict):
     def _consult_endpoint_passes_egress(
         cls, value: ConsultSettings | None
     ) -> ConsultSettings | None:
-        if value is None:
-            return value
-        try:
-            refusal = endpoint_refusal(value.url, value.allow_private)
-        except EgressConfigError as exc:
-            raise ValueError(f"allow_private: {exc}") from None
-        if refusal is not None:
-            raise ValueError(
-                f"url: {refusal}; the egress filter would block every consult. List the "
-                "endpoint's address in consult.allow_private (e.g. 127.0.0.1) if it is meant"
-            )
+        if value is not None:
+            _passes_egress(value.url, value.allow_private, ("url", "allow_private"), "consult")
+        return value
+
+    @field_validator("telemetry")
+    @classmethod
+    def _otlp_endpoint_passes_egress(cls, value: TelemetrySettings) -> TelemetrySettings:
+        if value.otlp_endpoint is not None:
+            fields = ("otlp_endpoint", "otlp_allow_private")
+            _passes_egress(value.otlp_endpoint, value.otlp_allow_private, fields, "telemetry")
         return value
 
     @field_validator("upstreams")

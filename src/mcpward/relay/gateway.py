@@ -32,9 +32,12 @@ from mcpward.store.paths import resolve_state_dir
 from mcpward.store.postgres.pool import PostgresUnavailable
 from mcpward.store.replica import ReplicaStore
 from mcpward.telemetry.metrics import GatewayMetrics
+from mcpward.telemetry.settings import TelemetrySettings
 from mcpward.telemetry.tracing import Tracing
 from mcpward.transport.connectors import make_connection
 from mcpward.transport.egress.client import egress_http_client
+from mcpward.transport.egress.policy import EgressPolicy
+from mcpward.transport.egress.poster import EgressPoster
 from mcpward.transport.upstream import UpstreamConnection
 
 log = logging.getLogger("mcpward.gateway")
@@ -80,7 +83,7 @@ class Gateway:
             self.metrics = GatewayMetrics(self.upstream_ids, telemetry.tool_label_cap)
             watch_gateway_state(self.metrics, self.recorder, lambda: self.store, state_dir)
             self.recorder = MeteredRecorder(self.recorder, self.metrics)
-        self.tracing = Tracing(telemetry) if telemetry.otlp_endpoint is not None else None
+        self.tracing = _tracing(telemetry) if telemetry.otlp_endpoint is not None else None
         probes = {u.id: self._connect(u.id) for u in config.upstreams}  # never started
         self.identities = {uid: c.identity_digest for uid, c in probes.items()}
         # what a verdict's provenance names: the identity digest, and the executable's hash
@@ -226,6 +229,12 @@ class Gateway:
             self.replica.close()
         if self.tracing is not None:  # exports what is batched (blocking I/O: off the loop)
             await asyncio.to_thread(self.tracing.shutdown)
+
+
+def _tracing(telemetry: TelemetrySettings) -> Tracing:
+    """Traces exported through the egress filter (telemetry.otlp_allow_private)."""
+    poster = EgressPoster(EgressPolicy.from_allow_list(telemetry.otlp_allow_private))
+    return Tracing(telemetry, poster.post, poster.close)
 
 
 def serves_metrics(loaded: LoadedConfig) -> bool:

@@ -35,6 +35,13 @@ class TelemetrySettings(BaseModel):
         description="OTLP/HTTP traces endpoint (e.g. http://127.0.0.1:4318/v1/traces); unset = "
         "no traces, and OpenTelemetry is not even imported. Spans go to this URL only.",
     )
+    otlp_allow_private: list[str] = Field(
+        default_factory=list,
+        max_length=64,
+        description="Addresses or CIDR ranges the OTLP endpoint may reach although they are "
+        "private (e.g. 127.0.0.1 for a collector on this host): exports pass the egress filter "
+        "like every outgoing connection.",
+    )
     service_name: str = Field(default="mcpward", pattern=r"^[A-Za-z0-9_.-]{1,64}$")
     sampling_ratio: float = Field(
         default=1.0, ge=0.0, le=1.0, description="Share of judged calls traced (parent-based)."

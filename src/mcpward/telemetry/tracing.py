@@ -7,6 +7,7 @@ gateway without it pays nothing. A provider of this gateway's own; the global on
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from mcpward.telemetry.settings import TelemetrySettings
@@ -20,33 +21,39 @@ class TracingUnavailable(RuntimeError):
 
 
 class Tracing:
-    """Starts spans of judged calls; one per gateway."""
+    """Starts spans of judged calls; one per gateway. `send` POSTs an export (url, body, headers)
+    and returns the HTTP status: the gateway gives its egress-filtered poster, so the collector is
+    dialled like every other outgoing connection; `close` releases it at shutdown."""
 
-    def __init__(self, settings: TelemetrySettings) -> None:
+    def __init__(
+        self,
+        settings: TelemetrySettings,
+        send: Callable[[str, bytes, Mapping[str, str]], int],
+        close: Callable[[], None],
+    ) -> None:
         endpoint = settings.otlp_endpoint
         if endpoint is None:
             raise ValueError("Tracing needs telemetry.otlp_endpoint")
         try:
             from opentelemetry import trace
-            from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
             from opentelemetry.sdk.resources import Resource
             from opentelemetry.sdk.trace import TracerProvider
             from opentelemetry.sdk.trace.export import BatchSpanProcessor
             from opentelemetry.sdk.trace.sampling import ParentBased, TraceIdRatioBased
+
+            from mcpward.telemetry.otlp_export import SendingSpanExporter
         except ImportError as exc:
             raise TracingUnavailable(
                 "telemetry.otlp_endpoint is set but OpenTelemetry is not installed: "
                 f"install mcpward[otel] ({exc.name} is missing)"
             ) from None
         self._trace = trace
-        # Headers: the exporter's own (and OTEL_EXPORTER_OTLP_*HEADERS of the operator's
-        # environment, if set); nothing of a client's ever goes with the spans.
-        exporter = OTLPSpanExporter(endpoint=endpoint, headers={}, timeout=10)
+        self.exporter = SendingSpanExporter(endpoint, send, close)
         self._provider = TracerProvider(
             resource=Resource.create({"service.name": settings.service_name}),
             sampler=ParentBased(TraceIdRatioBased(settings.sampling_ratio)),
         )
-        self._provider.add_span_processor(BatchSpanProcessor(exporter))
+        self._provider.add_span_processor(BatchSpanProcessor(self.exporter))
         self._tracer = self._provider.get_tracer("mcpward")
 
     def start(
