@@ -19,6 +19,12 @@ time per call in the p50 phase (utime+stime from /proc: less noisy than wall tim
 DIR (e.g. the src/ of a `git worktree` of the commit before a change), measured in the same
 rounds; it is a second replica of the same fleet (same database and keys, run one after the other:
 the first append after a switch finds the head moved, once per phase).
+
+`--floor` measures instead what one receipt's commit costs without the gateway, in the same
+rounds: a loop of one-receipt appends through the SQLite ledger store and the PostgreSQL one (TCP,
+and the cluster's Unix socket), and `SELECT 1` through psycopg's `execute` and through libpq's
+`exec_prepared`: wall p50, the client thread's CPU and the server backend's CPU per operation.
+Only with the throwaway cluster (the appends write placeholder entries).
 """
 
 from __future__ import annotations
@@ -47,8 +53,9 @@ IN_FLIGHT = 16
 
 
 @contextmanager
-def database(explicit: str | None) -> Iterator[str]:
-    """A migrated PostgreSQL database: the one given, or a fresh cluster of our own."""
+def database(explicit: str | None, sockets: list[str] | None = None) -> Iterator[str]:
+    """A migrated PostgreSQL database: the one given, or a fresh cluster of our own (then the
+    DSN of its Unix socket is appended to `sockets`)."""
     from mcpward.store.postgres.migrations import migrate
     from mcpward.store.postgres.pool import PgPool
     from mcpward.store.settings import StoreSettings
@@ -67,7 +74,10 @@ def database(explicit: str | None) -> Iterator[str]:
     from tests.support.postgres import running_cluster
 
     with running_cluster(Path(tempfile.mkdtemp(prefix="mcpward-bench-pg-"))) as cluster:
-        yield migrated(cluster.create_database("bench"))
+        dsn = migrated(cluster.create_database("bench"))
+        if sockets is not None:
+            sockets.append(f"{dsn.split('@')[0]}@/bench?host={cluster.sockets}&port={cluster.port}")
+        yield dsn
 
 
 def write_config(
@@ -260,6 +270,138 @@ async def run(args: argparse.Namespace) -> None:
         print(f"  {name} / sqlite throughput (per round): {spread(ratio, 'x', 2)}  [goal >= 0.8x]")
 
 
+def process_cpu(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def timed(op: Any, calls: int, server_pid: int | None) -> tuple[float, float, float]:
+    """p50 wall ms, client thread CPU ms and server backend CPU ms per call of `op`."""
+    for _ in range(min(calls, 200)):
+        op()
+    took = []
+    thread0, server0 = time.thread_time(), process_cpu(server_pid) if server_pid else 0.0
+    for _ in range(calls):
+        started = time.perf_counter()
+        op()
+        took.append(time.perf_counter() - started)
+    thread = (time.thread_time() - thread0) * 1000 / calls
+    server = (process_cpu(server_pid) - server0) * 1000 / calls if server_pid else 0.0
+    return statistics.median(took) * 1000, thread, server
+
+
+def placeholder_body() -> bytes:
+    """An entry body of a real receipt's size that names its key (the head is read from it)."""
+    return b'{"key_id":"k","kind":"receipt","x":"' + b"x" * 778 + b'"}'
+
+
+def placeholder_receipts() -> Any:
+    """A `build` for LedgerStore.append: one entry of a real receipt's size on the head."""
+    from mcpward.evidence.chain import ChainHead, SealedEntry
+
+    body = placeholder_body()
+
+    def build(head: ChainHead) -> list[SealedEntry]:
+        return [SealedEntry(head.size, body, bytes(32), bytes(32), time.time(), "k")]
+
+    return build
+
+
+def floor_ops(dsn: str, socket_dsn: str | None, work: Path) -> Iterator[tuple[str, Any]]:
+    """(name, measure) pairs; each measure opens what it needs and returns `timed(...)`."""
+    import psycopg
+
+    from mcpward.store.ledger_sqlite import SqliteLedgerStore
+    from mcpward.store.postgres.ledger import PostgresLedgerStore
+    from mcpward.store.postgres.pool import PgPool
+    from mcpward.store.settings import StoreSettings
+
+    def select_1(prepared: bool) -> Any:
+        def measure(calls: int) -> tuple[float, float, float]:
+            with psycopg.connect(dsn, autocommit=True) as conn:
+                if not prepared:
+                    return timed(
+                        lambda: conn.execute("SELECT 1").fetchone(), calls, conn.info.backend_pid
+                    )
+                conn.pgconn.prepare(b"one", b"SELECT 1")
+                return timed(
+                    lambda: conn.pgconn.exec_prepared(b"one", []), calls, conn.info.backend_pid
+                )
+
+        return measure
+
+    def psycopg_append(calls: int) -> tuple[float, float, float]:
+        """The statement as the store sent it before the libpq path: psycopg's execute (it
+        prepares it itself after 5 runs)."""
+        from mcpward.store.postgres.ledger import APPEND_LOCK, _insert_sql
+
+        body = placeholder_body()
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            conn.execute("SET synchronous_commit = off")
+            row = conn.execute("SELECT coalesce(max(seq), -1) + 1 FROM ledger_entries").fetchone()
+            seq = [int(row[0]) if row else 0]
+
+            def op() -> None:
+                args = [APPEND_LOCK, seq[0], body, bytes(32), bytes(32), time.time()]
+                conn.execute(_insert_sql(1, True), args, binary=True)
+                seq[0] += 1
+
+            return timed(op, calls, conn.info.backend_pid)
+
+    def sqlite_append(calls: int) -> tuple[float, float, float]:
+        store = SqliteLedgerStore(work / "floor" / "ledger.db", synchronous="NORMAL")
+        build = placeholder_receipts()
+        try:
+            return timed(lambda: store.append(build), calls, None)
+        finally:
+            store.close()
+
+    def postgres_append(target: str) -> Any:
+        def measure(calls: int) -> tuple[float, float, float]:
+            pool = PgPool(target, StoreSettings(pool={"min": 1, "max": 1}))
+            store = PostgresLedgerStore(pool, synchronous_commit=False)
+            build = placeholder_receipts()
+            try:
+                store.append(build)  # connects
+                return timed(lambda: store.append(build), calls, store._conn.info.backend_pid)
+            finally:
+                store.close()
+                pool.close()
+
+        return measure
+
+    (work / "floor").mkdir(parents=True, exist_ok=True)
+    yield "SELECT 1, psycopg execute (TCP)", select_1(False)
+    yield "SELECT 1, libpq exec_prepared (TCP)", select_1(True)
+    yield "append 1 receipt, SQLite store", sqlite_append
+    yield "append 1 receipt, psycopg execute (TCP, before)", psycopg_append
+    yield "append 1 receipt, PostgreSQL store (TCP)", postgres_append(dsn)
+    if socket_dsn:
+        yield "append 1 receipt, PostgreSQL store (Unix socket)", postgres_append(socket_dsn)
+
+
+def run_floor(args: argparse.Namespace) -> None:
+    if os.environ.get(DSN_ENV):
+        raise SystemExit(f"--floor writes placeholder entries: unset {DSN_ENV} (own cluster)")
+    work = Path(tempfile.mkdtemp(prefix="mcpward-bench-floor-"))
+    sockets: list[str] = []
+    results: dict[str, list[tuple[float, float, float]]] = {}
+    with database(None, sockets) as dsn:
+        for number in range(1, args.rounds + 1):
+            for name, measure in floor_ops(dsn, sockets[0] if sockets else None, work):
+                results.setdefault(name, []).append(measure(args.calls))
+            print(f"round {number} done", flush=True)
+    print(f"\n{args.rounds} rounds of {args.calls} calls: median (min-max) per operation")
+    print(f"  {'':48} {'wall p50 ms':>20} {'client CPU ms':>20} {'server CPU ms':>20}")
+    print(f"  {'':48} {'':>20} {'(mean, thread)':>20} {'(mean, backend)':>20}")
+    for name, rows in results.items():
+        cells = [
+            f"{statistics.median(c):.3f} ({min(c):.3f}-{max(c):.3f})"
+            for c in ([row[i] for row in rows] for i in range(3))
+        ]
+        print(f"  {name:48} " + " ".join(f"{cell:>20}" for cell in cells))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=5)
@@ -272,7 +414,14 @@ def main() -> None:
         "--baseline-src",
         help="a src/ directory with the mcpward to compare against (a third gateway, pg-before)",
     )
-    asyncio.run(run(parser.parse_args()))
+    parser.add_argument(
+        "--floor", action="store_true", help="time one receipt's commit without the gateway"
+    )
+    args = parser.parse_args()
+    if args.floor:
+        run_floor(args)
+    else:
+        asyncio.run(run(args))
 
 
 if __name__ == "__main__":
