@@ -113,6 +113,27 @@ async def test_shadowing_upstream_loses_to_first_configured(gateway_client: Any)
         assert "main__read_env" in names
 
 
+async def test_a_dropped_shadowing_tool_cannot_be_called_by_name(gateway_client: Any) -> None:
+    """The default guards (no `guards:` in the config): a tool tool_shadowing leaves out of the
+    list is refused when a client calls it by name, instead of reaching its upstream."""
+    async with gateway_client(
+        [upstream("main"), upstream("other", "shadow")], mode="legacy"
+    ) as client:
+        names = await _names(client)
+        assert "other__helper" not in names and "other__weather" not in names
+        for name, reason in (
+            ("other__helper", "references-other-upstream"),
+            ("other__weather", "name-collision"),
+        ):
+            with pytest.raises(MCPError) as caught:
+                await client.call_tool(name, {"task": "x", "city": "Oslo"})
+            assert caught.value.code == -32013
+            data = caught.value.data or {}
+            assert data.get("guard") == "tool_shadowing" and data.get("code") == "shadowing_item"
+            assert data.get("details") == {"reason": reason}
+        assert (await client.call_tool("main__weather", {"city": "Oslo"})).is_error is False
+
+
 async def test_adversarial_results_pass_quickly_and_intact(gateway_client: Any) -> None:
     guards = [
         *CONTENT_GUARDS[:3],

@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
-from mcpward.pipeline.decisions import AddWarning, Allow, Modify, ReplaceTools
+import asyncio
+from typing import Any
+
+from mcpward.pipeline.context import GuardContext
+from mcpward.pipeline.decisions import AddWarning, Allow, Deny, Modify, ReplaceTools
+from mcpward.pipeline.phases import Phase
+from mcpward.pipeline.services import UpstreamSnapshot
+from mcpward.pipeline.subject import Subject
 from tests.guards.conftest import make_guard, replaced_tools, run_hook
 
 
@@ -176,3 +183,58 @@ def test_one_name_in_another_separator_style_is_not_shadowing_but_a_case_twist_i
     twisted = tool("Take_Screenshot", "Take a screenshot of the current browser tab and save it.")
     assert _shadowed("b", {"a": [shot], "b": [camel]}) == {}
     assert _shadowed("b", {"a": [shot], "b": [twisted]}) == {"Take_Screenshot": "name-collision"}
+
+
+class _Contracts:
+    """A connection's current read (`GuardContext.contracts`)."""
+
+    def __init__(self, snapshot: UpstreamSnapshot | None) -> None:
+        self.snapshot = snapshot
+
+    async def reread(self) -> UpstreamSnapshot | None:
+        return self.snapshot
+
+
+def _call(
+    guard: Any,
+    name: str,
+    snapshot: UpstreamSnapshot | None,
+    catalog: dict[str, list[dict[str, Any]]],
+    upstream: str = "evil",
+    order: list[str] = ORDER,
+) -> Any:
+    ctx = GuardContext(
+        server_name=upstream,
+        method="tools/call",
+        catalog=catalog,
+        upstream_order=order,
+        contracts=_Contracts(snapshot),
+    )
+    return asyncio.run(guard.on_tool_invoke(Subject(Phase.TOOL_INVOKE, name, {}), ctx))
+
+
+def test_a_call_to_a_dropped_tool_is_denied_against_the_lists_as_they_are_now() -> None:
+    guard = make_guard("tool_shadowing", ["tool_invoke"])
+    evil = UpstreamSnapshot("evil", tools=CATALOG["evil"])
+    catalog = dict(CATALOG)
+    denied = _call(guard, "helper", evil, catalog)
+    assert isinstance(denied, Deny) and denied.code == "shadowing_item"
+    assert denied.details == {"reason": "references-other-upstream"}
+    assert denied.evidence["shadowing"][0]["other"] == "files/write_file"
+    collision = _call(guard, "Read-File", evil, catalog)
+    assert isinstance(collision, Deny) and collision.details == {"reason": "name-collision"}
+    assert isinstance(_call(guard, "unique_thing", evil, catalog), Allow)
+    files = UpstreamSnapshot("files", tools=CATALOG["files"])
+    assert isinstance(_call(guard, "read_file", files, catalog, upstream="files"), Allow)
+    # the other upstream read again without write_file: the reference names nothing now
+    catalog["files"] = [tool("read_file")]
+    assert isinstance(_call(guard, "helper", evil, catalog), Allow)
+    assert isinstance(_call(guard, "Read-File", evil, catalog), Deny)
+    unread = _call(guard, "unique_thing", None, catalog)
+    assert isinstance(unread, Deny) and unread.code == "definition_unverifiable"
+    # one upstream: nothing to compare; warn: never denies
+    assert isinstance(
+        _call(guard, "helper", None, {"evil": CATALOG["evil"]}, order=["evil"]), Allow
+    )
+    warn = make_guard("tool_shadowing", ["tool_invoke"], {"action": "warn"})
+    assert isinstance(_call(warn, "helper", evil, dict(CATALOG)), Allow)

@@ -42,9 +42,13 @@ def default_guard_specs() -> list[GuardSpec]:
                 Phase.PROMPT_REQUEST,
             ],
         ),
-        # tool_shadowing: across upstreams the first-configured name wins; references dropped.
+        # tool_shadowing: across upstreams the first-configured name wins; references dropped,
+        # and calls to the tools it drops denied.
         GuardSpec(
-            kind="tool_shadowing", id="tool_shadowing", priority=25, runs_on=[Phase.TOOLS_LIST]
+            kind="tool_shadowing",
+            id="tool_shadowing",
+            priority=25,
+            runs_on=[Phase.TOOLS_LIST, Phase.TOOL_INVOKE],
         ),
         # secrets: redact credentials in everything an upstream returns.
         GuardSpec(

@@ -1,6 +1,7 @@
 """tool_shadowing: across upstreams, drops a tool whose name is a look-alike of another
 upstream's tool, a copy of it (under its name or another), a promoted stand-in for it, or whose
-texts talk about it.
+texts talk about it. With `drop`, a call to a tool it drops is denied too: leaving it out of the
+list alone would not stop a client that knows the name.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from mcpward.guards.detection.multilingual import MULTILINGUAL_PREFERENCE_RULES
 from mcpward.guards.detection.names import collision_key
 from mcpward.guards.detection.scanner import ContentScanner
 from mcpward.pipeline.context import GuardContext
-from mcpward.pipeline.decisions import AddWarning, Allow, Decision, Modify, ReplaceTools
+from mcpward.pipeline.decisions import AddWarning, Allow, Decision, Deny, Modify, ReplaceTools
 from mcpward.pipeline.guard import Guard
 from mcpward.pipeline.services import CatalogView, GatewayServices
 from mcpward.pipeline.spec import GuardSpec
@@ -301,6 +302,7 @@ class ToolShadowingGuard(Guard):
 
     kind = "tool_shadowing"
     awaits_io = False
+    reads_contracts = True  # a call is judged against what its connection lists right now
     Options = ToolShadowingOptions
 
     def __init__(self, spec: GuardSpec, options: ToolShadowingOptions) -> None:
@@ -346,3 +348,51 @@ class ToolShadowingGuard(Guard):
             )
         dropped = {s.tool for s in found}
         return Modify(ReplaceTools([t for t in tools if t.get("name") not in dropped]), evidence)
+
+    async def on_tool_invoke(self, subject: Subject, ctx: GuardContext) -> Decision:
+        """Deny a call to a tool this guard drops from its connection's current list, judged
+        against the other upstreams' lists as they are now (kept with this read of the list
+        until one of theirs is replaced)."""
+        if self.options.action != "drop" or ctx.contracts is None or len(ctx.upstream_order) < 2:
+            return Allow()
+        snap = ctx.contracts.snapshot
+        if snap is None:
+            return Deny(
+                code="definition_unverifiable",
+                message=f"the tools of upstream {ctx.server_name!r} could not be read; "
+                "failing closed",
+            )
+        catalog = self._full_catalog(ctx)
+        others = tuple((uid, catalog[uid]) for uid in sorted(catalog) if uid != ctx.server_name)
+        lists = ((ctx.server_name, snap.tools), *others)
+        cached = snap.derived.get(f"tool_shadowing:{self.id}")
+        if cached is not None and _same_lists(cached[0], lists):
+            found: dict[str, Shadowing] = cached[1]
+        else:
+            catalog[ctx.server_name] = snap.tools
+            order = list(ctx.upstream_order) or sorted(catalog)
+            shadowing = find_shadowing(ctx.server_name, snap.tools, catalog, order, self.options)
+            found = {s.tool: s for s in shadowing}
+            snap.derived[f"tool_shadowing:{self.id}"] = (lists, found)
+        hit = found.get(subject.name or "")
+        if hit is None:
+            return Allow()
+        return Deny(
+            code="shadowing_item",
+            message=f"tool {hit.tool!r} of upstream {ctx.server_name!r} shadows "
+            f"{hit.other_upstream}/{hit.other_tool} ({hit.reason}); it is not listed and cannot "
+            "be called",
+            details={"reason": hit.reason},
+            evidence={"upstream": ctx.server_name, "action": "drop", "shadowing": [hit.describe()]},
+        )
+
+
+def _same_lists(
+    cached: tuple[tuple[str, Sequence[Mapping[str, Any]]], ...],
+    now: tuple[tuple[str, Sequence[Mapping[str, Any]]], ...],
+) -> bool:
+    """The lists (this upstream's, then the others') are the very objects a verdict was computed
+    from (a list is replaced, never changed, when an upstream is read again)."""
+    return len(cached) == len(now) and all(
+        a[0] == b[0] and a[1] is b[1] for a, b in zip(cached, now, strict=True)
+    )
