@@ -161,6 +161,12 @@ def test_a_call_to_a_dropped_tool_or_prompt_is_denied() -> None:
     assert isinstance(denied, Deny) and denied.code == "poisoned_item"
     assert denied.details and "concealment" in denied.details["families"]
     assert isinstance(_call(guard, "prompt_request", "summarise", snap), Deny)
+    resource = {"uri": "file:///notes.md", "name": "notes", "description": POISONED["description"]}
+    with_resource = UpstreamSnapshot("up", tools=[BENIGN], resources=[resource])
+    reading = make_guard("tool_poisoning", ["resource_request"])
+    refused = _call(reading, "resource_request", "file:///notes.md", with_resource)
+    assert isinstance(refused, Deny) and refused.code == "poisoned_item"
+    assert isinstance(_call(reading, "resource_request", "file:///other.md", with_resource), Allow)
     assert isinstance(_call(guard, "tool_invoke", "get_weather", snap), Allow)
     assert isinstance(_call(guard, "tool_invoke", "not_listed", snap), Allow)  # rug_pull's
     unread = _call(guard, "tool_invoke", "get_weather", None)

@@ -40,6 +40,7 @@ def default_guard_specs() -> list[GuardSpec]:
                 Phase.RESOURCES_LIST,
                 Phase.TOOL_INVOKE,
                 Phase.PROMPT_REQUEST,
+                Phase.RESOURCE_REQUEST,
             ],
         ),
         # tool_shadowing: across upstreams the first-configured name wins; references dropped,

@@ -1,7 +1,7 @@
 """tool_poisoning: scans every string an agent reads in listed tools, prompts and resources
 for hidden instructions and drops (or warns about) the items that score over the threshold.
-With `drop`, a call to a dropped tool or prompt is denied too: leaving it out of the list
-alone would not stop a client that knows the name.
+With `drop`, a call to a dropped tool or prompt, or a read of a dropped resource, is denied too:
+leaving it out of the list alone would not stop a client that knows the name.
 """
 
 from __future__ import annotations
@@ -159,8 +159,12 @@ class ToolPoisoningGuard(Guard):
         )
         key = (what, name)
         if key not in verdicts:
-            items = snap.tools if what == "tool" else snap.prompts
-            item = snap.tool(name) if what == "tool" else _named(items, name)
+            if what == "tool":
+                item = snap.tool(name)
+            elif what == "prompt":
+                item = _named(snap.prompts, name)
+            else:  # a resource by its URI (a URI only a template matches is not judged here)
+                item = next((r for r in snap.resources if r.get("uri") == name), None)
             verdicts[key] = None if item is None else self.judge(item)
         verdict = verdicts[key]
         if verdict is None or not verdict.flagged:
@@ -169,7 +173,7 @@ class ToolPoisoningGuard(Guard):
         return Deny(
             code="poisoned_item",
             message=f"{what} {name!r} of upstream {ctx.server_name!r} looks poisoned "
-            f"({', '.join(families)}); it is not listed and cannot be called",
+            f"({', '.join(families)}); it is not listed and cannot be used",
             details={"families": families},
             evidence={"upstream": ctx.server_name, "action": "drop", "items": [verdict.describe()]},
         )
@@ -179,6 +183,9 @@ class ToolPoisoningGuard(Guard):
 
     async def on_prompt_request(self, subject: Subject, ctx: GuardContext) -> Decision:
         return self._check_call("prompt", subject.name or "", ctx)
+
+    async def on_resource_request(self, subject: Subject, ctx: GuardContext) -> Decision:
+        return self._check_call("resource", subject.name or "", ctx)
 
     async def on_tools_list(self, subject: Subject, ctx: GuardContext) -> Decision:
         return self._decide(subject, ctx, "tools")
