@@ -9,16 +9,17 @@ Two long-lived `mcpward run` processes (stdio front) in front of benchmarks/raw_
 guards, so the difference is the ledger's backend: one writes the state dir's SQLite file, the
 other a PostgreSQL database (`store.kind: postgres`; $MCPWARD_BENCH_PG_DSN, else a throwaway
 cluster started here on a loopback port, as tests/support/postgres.py does). Each round measures
-both, one after the other: p50 of `--calls` sequential calls, then calls/s for `--seconds` with 16
-in flight. Printed: per backend the median over rounds with min-max, and per round the deltas
-(PostgreSQL p50 - SQLite p50) and ratios (PostgreSQL calls/s / SQLite calls/s), median and
-min-max. Goals (issue #13): +<=0.3 ms p50, >=0.8x throughput. Also printed: the gateway's CPU
-time per call in the p50 phase (utime+stime from /proc: less noisy than wall time on a busy box).
+both: p50 of `--calls` sequential calls (the gateways take turns call by call, so a burst of other
+work on the machine hits them alike), then calls/s with 16 in flight for `--seconds` (in
+slices of 0.5 s, the gateways again taking turns). Printed: per backend the median over rounds
+with min-max, and per round the deltas (PostgreSQL p50 - SQLite p50) and ratios (PostgreSQL
+calls/s / SQLite calls/s), median and min-max. Goals (issue #13): +<=0.3 ms p50, >=0.8x
+throughput. Also printed: the gateway's CPU time per call in the p50 phase (utime+stime from
+/proc: less noisy than wall time on a busy box).
 
 `--baseline-src DIR` adds a third gateway, "pg-before", on PostgreSQL with the mcpward found in
 DIR (e.g. the src/ of a `git worktree` of the commit before a change), measured in the same
-rounds; it is a second replica of the same fleet (same database and keys, run one after the other:
-the first append after a switch finds the head moved, once per phase).
+rounds, on a database of its own in the throwaway cluster.
 
 `--floor` measures instead what one receipt's commit costs without the gateway, in the same
 rounds: a loop of one-receipt appends through the SQLite ledger store and the PostgreSQL one (TCP,
@@ -50,34 +51,50 @@ sys.path.insert(0, str(ROOT))
 UPSTREAM = [sys.executable, str(ROOT / "benchmarks" / "raw_upstream.py")]
 DSN_ENV = "MCPWARD_BENCH_PG_DSN"
 IN_FLIGHT = 16
+SLICE_S = 0.5  # throughput is measured in slices this long, the gateways taking turns
 
 
-@contextmanager
-def database(explicit: str | None, sockets: list[str] | None = None) -> Iterator[str]:
-    """A migrated PostgreSQL database: the one given, or a fresh cluster of our own (then the
-    DSN of its Unix socket is appended to `sockets`)."""
+class Databases:
+    """Migrated PostgreSQL databases: `main`, and for a cluster of our own, more on demand and
+    the Unix-socket DSN of `main`."""
+
+    def __init__(self, main: str, cluster: Any = None) -> None:
+        self.main = main
+        self._cluster = cluster
+        self.socket_dsn: str | None = None
+        if cluster is not None:
+            credentials = main.split("@")[0]
+            self.socket_dsn = f"{credentials}@/bench?host={cluster.sockets}&port={cluster.port}"
+
+    def another(self, name: str) -> str:
+        if self._cluster is None:
+            raise SystemExit(f"this needs a second database: unset {DSN_ENV} (own cluster)")
+        return migrated(self._cluster.create_database(name))
+
+
+def migrated(dsn: str) -> str:
     from mcpward.store.postgres.migrations import migrate
     from mcpward.store.postgres.pool import PgPool
     from mcpward.store.settings import StoreSettings
 
-    def migrated(dsn: str) -> str:
-        pool = PgPool(dsn, StoreSettings(pool={"min": 1, "max": 1}))
-        try:
-            migrate(pool)
-        finally:
-            pool.pool.close()
-        return dsn
+    pool = PgPool(dsn, StoreSettings(pool={"min": 1, "max": 1}))
+    try:
+        migrate(pool)
+    finally:
+        pool.pool.close()
+    return dsn
 
+
+@contextmanager
+def database(explicit: str | None) -> Iterator[Databases]:
+    """The database given, or a fresh cluster of our own on a loopback port."""
     if explicit:
-        yield migrated(explicit)
+        yield Databases(migrated(explicit))
         return
     from tests.support.postgres import running_cluster
 
     with running_cluster(Path(tempfile.mkdtemp(prefix="mcpward-bench-pg-"))) as cluster:
-        dsn = migrated(cluster.create_database("bench"))
-        if sockets is not None:
-            sockets.append(f"{dsn.split('@')[0]}@/bench?host={cluster.sockets}&port={cluster.port}")
-        yield dsn
+        yield Databases(migrated(cluster.create_database("bench")), cluster)
 
 
 def write_config(
@@ -166,18 +183,14 @@ class Gateway:
         fields = Path(f"/proc/{self.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
         return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
-    async def p50_ms(self, calls: int) -> tuple[float, float]:
-        """p50 wall time of `calls` sequential calls, and the gateway's CPU ms per call."""
-        took = []
-        cpu = self.cpu_seconds()
-        for _ in range(calls):
-            started = time.perf_counter()
-            await self.call()
-            await self.read()
-            took.append(time.perf_counter() - started)
-        return statistics.median(took) * 1000, (self.cpu_seconds() - cpu) * 1000 / calls
+    async def one_call_s(self) -> float:
+        started = time.perf_counter()
+        await self.call()
+        await self.read()
+        return time.perf_counter() - started
 
-    async def throughput(self, seconds: float) -> float:
+    async def loaded(self, seconds: float) -> tuple[int, float]:
+        """Calls answered with IN_FLIGHT outstanding for `seconds`, and the time it took."""
         for _ in range(IN_FLIGHT):
             await self.call()
         done = 0
@@ -190,7 +203,7 @@ class Gateway:
         elapsed = time.perf_counter() - started
         for _ in range(IN_FLIGHT):
             await self.read()
-        return done / elapsed
+        return done, elapsed
 
     async def stop(self) -> None:
         assert self.proc.stdin is not None
@@ -202,6 +215,36 @@ class Gateway:
             await self.proc.wait()
 
 
+async def p50_ms(gateways: list[Gateway], calls: int) -> dict[str, tuple[float, float]]:
+    """Per gateway: p50 wall ms of `calls` sequential calls, and its CPU ms per call. The
+    gateways take turns call by call, so a burst of other work on the machine hits them alike."""
+    took: dict[str, list[float]] = {g.name: [] for g in gateways}
+    cpu = {g.name: g.cpu_seconds() for g in gateways}
+    for _ in range(calls):
+        for gateway in gateways:
+            took[gateway.name].append(await gateway.one_call_s())
+    return {
+        g.name: (
+            statistics.median(took[g.name]) * 1000,
+            (g.cpu_seconds() - cpu[g.name]) * 1000 / calls,
+        )
+        for g in gateways
+    }
+
+
+async def throughput(gateways: list[Gateway], seconds: float) -> dict[str, float]:
+    """Per gateway: calls/s with IN_FLIGHT calls outstanding for `seconds` in all, taken in
+    slices of SLICE_S by turns (as for p50, so a burst of other work hits them alike)."""
+    done = dict.fromkeys((g.name for g in gateways), 0)
+    took = dict.fromkeys((g.name for g in gateways), 0.0)
+    for _ in range(max(1, round(seconds / SLICE_S))):
+        for gateway in gateways:
+            calls, elapsed = await gateway.loaded(SLICE_S)
+            done[gateway.name] += calls
+            took[gateway.name] += elapsed
+    return {name: done[name] / took[name] for name in done}
+
+
 def spread(values: list[float], unit: str, digits: int = 3) -> str:
     return (
         f"{statistics.median(values):.{digits}f} {unit} "
@@ -209,41 +252,43 @@ def spread(values: list[float], unit: str, digits: int = 3) -> str:
     )
 
 
-async def start_gateways(args: argparse.Namespace, dsn: str, work: Path) -> list[Gateway]:
-    env = {DSN_ENV: dsn}
-    keys = work / "keys"  # the PostgreSQL gateways are replicas of one fleet
+async def start_gateways(
+    args: argparse.Namespace, databases: Databases, work: Path
+) -> list[Gateway]:
+    env = {DSN_ENV: databases.main}
     gateways = [
         await Gateway.start("sqlite", write_config(work / "sqlite", args.durability, False), env),
         await Gateway.start(
-            "postgres", write_config(work / "postgres", args.durability, True, keys), env
+            "postgres", write_config(work / "postgres", args.durability, True), env
         ),
     ]
-    if args.baseline_src:
-        config = write_config(work / "pg-before", args.durability, True, keys)
-        before_env = {**env, "PYTHONPATH": str(Path(args.baseline_src).resolve())}
+    if args.baseline_src:  # a database of its own: its appends never contend with the other's
+        config = write_config(work / "pg-before", args.durability, True)
+        before_env = {
+            DSN_ENV: databases.another("bench_before"),
+            "PYTHONPATH": str(Path(args.baseline_src).resolve()),
+        }
         gateways.append(await Gateway.start("pg-before", config, before_env))
     return gateways
 
 
 async def run(args: argparse.Namespace) -> None:
     work = Path(tempfile.mkdtemp(prefix="mcpward-bench-stores-"))
-    with database(os.environ.get(DSN_ENV)) as dsn:
-        gateways = await start_gateways(args, dsn, work)
+    with database(os.environ.get(DSN_ENV)) as databases:
+        gateways = await start_gateways(args, databases, work)
         names = [g.name for g in gateways]
         p50: dict[str, list[float]] = {name: [] for name in names}
         cpu: dict[str, list[float]] = {name: [] for name in names}
         rate: dict[str, list[float]] = {name: [] for name in names}
         try:
-            for gateway in gateways:  # warm-up: connections, caches, the first checkpoint
-                await gateway.p50_ms(200)
+            await p50_ms(gateways, 200)  # warm-up: connections, caches, the first checkpoint
             for number in range(1, args.rounds + 1):
                 order = gateways if number % 2 else list(reversed(gateways))
-                for gateway in order:
-                    wall, per_call = await gateway.p50_ms(args.calls)
-                    p50[gateway.name].append(wall)
-                    cpu[gateway.name].append(per_call)
-                for gateway in order:
-                    rate[gateway.name].append(await gateway.throughput(args.seconds))
+                for name, (wall, per_call) in (await p50_ms(order, args.calls)).items():
+                    p50[name].append(wall)
+                    cpu[name].append(per_call)
+                for name, calls_per_s in (await throughput(order, args.seconds)).items():
+                    rate[name].append(calls_per_s)
                 print(
                     f"round {number}: "
                     + "; ".join(
@@ -384,11 +429,10 @@ def run_floor(args: argparse.Namespace) -> None:
     if os.environ.get(DSN_ENV):
         raise SystemExit(f"--floor writes placeholder entries: unset {DSN_ENV} (own cluster)")
     work = Path(tempfile.mkdtemp(prefix="mcpward-bench-floor-"))
-    sockets: list[str] = []
     results: dict[str, list[tuple[float, float, float]]] = {}
-    with database(None, sockets) as dsn:
+    with database(None) as databases:
         for number in range(1, args.rounds + 1):
-            for name, measure in floor_ops(dsn, sockets[0] if sockets else None, work):
+            for name, measure in floor_ops(databases.main, databases.socket_dsn, work):
                 results.setdefault(name, []).append(measure(args.calls))
             print(f"round {number} done", flush=True)
     print(f"\n{args.rounds} rounds of {args.calls} calls: median (min-max) per operation")
