@@ -1,10 +1,11 @@
 """The ledger's locked append, prepared once per row count and run through libpq directly.
 
-psycopg's per-execute Python work (adapting each parameter, its wait loop, a cursor) costs about
-0.09 ms of client CPU per statement, as much as the server spends on a one-receipt append. Here the
-same statement is prepared on the writer's connection and executed with `PGconn.exec_prepared`:
-binary parameters packed once, the interpreter lock released while libpq waits. A failure raises
-the exception psycopg would (UniqueViolation, an OperationalError for a lost server, ...).
+psycopg's per-execute Python work (adapting each parameter, its wait loop, a cursor) cost as much
+client CPU as the server spends on a one-receipt append. Here the same statement is prepared on
+the writer's connection and executed with `PGconn.exec_prepared`: binary parameters packed once,
+the interpreter lock released while libpq waits (`benchmarks/store_backends.py --floor`: 0.222 ->
+0.145 ms per one-receipt append, client CPU 0.123 -> 0.059 ms). A failure raises the exception
+psycopg would (UniqueViolation, an OperationalError for a lost server, ...).
 """
 
 from __future__ import annotations
