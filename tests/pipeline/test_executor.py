@@ -305,3 +305,26 @@ async def test_decide_now_exceptions_follow_the_failure_mode() -> None:
         [Broken(GuardSpec(kind="scripted", id="b", runs_on=["tool_invoke"]), Allow())], {}
     )
     assert out.stop is not None and out.stop.code == "guard_error"
+
+
+def test_a_guard_that_hides_listed_items_also_judges_calls_to_them() -> None:
+    """runs_on names only the list; the pipeline still runs the guard on the call of each list
+    it runs at (what it hides cannot be called by name), and only for guards that hide items."""
+    from tests.guards.conftest import make_guard
+
+    hiding = make_guard("tool_filter", ["tools_list"], {"rules": [{"deny": ["*delete*"]}]})
+    assert hiding.phases == {Phase.TOOLS_LIST, Phase.TOOL_INVOKE}
+    pipeline = Pipeline([hiding])
+    ctx = GuardContext(server_name="up", method="tools/call")
+    listed = asyncio.run(
+        pipeline.run([Phase.TOOLS_LIST], None, [{"name": "delete_all"}, {"name": "read"}], ctx)
+    )
+    assert [t["name"] for t in listed.payload] == ["read"]
+    called = asyncio.run(pipeline.run([Phase.TOOL_INVOKE], "delete_all", {}, ctx))
+    assert isinstance(called.stop, Deny) and called.stop.code == "tool_not_allowed"
+    poisoning = make_guard("tool_poisoning", ["tools_list", "prompts_list", "resources_list"])
+    assert poisoning.phases >= {Phase.TOOL_INVOKE, Phase.PROMPT_REQUEST, Phase.RESOURCE_REQUEST}
+    assert Pipeline([poisoning]).reads_contracts  # so the relay reads the call's connection
+    # a guard that does not hide items runs where it is told only
+    secrets = make_guard("secrets", ["tool_result"])
+    assert secrets.phases == {Phase.TOOL_RESULT}

@@ -9,6 +9,7 @@ import typer
 from rich.console import Console
 
 from mcpward.config import ConfigError, GatewayConfig, load_config
+from mcpward.guards.kinds import resolve_guard_kind
 
 STARTER = """\
 # mcpward configuration. Validate with: mcpward config check mcpward.yaml
@@ -76,7 +77,9 @@ def register(app: typer.Typer) -> None:
         source = "built-in defaults" if cfg.guards is None else "config"
         console.print(f"  {len(loaded.guard_specs)} guard(s) from {source}:")
         for spec in sorted(loaded.guard_specs, key=lambda s: s.priority):
-            phases = ", ".join(p.value for p in spec.runs_on)
+            # a guard that hides listed items also judges calls to them ("+": not in runs_on)
+            added = resolve_guard_kind(spec.kind).effective_phases(spec.runs_on) - set(spec.runs_on)
+            phases = ", ".join([p.value for p in spec.runs_on] + [f"+{p.value}" for p in added])
             state = "" if spec.enabled else " [dim](disabled)[/dim]"
             console.print(
                 f"    {spec.priority:>3}  {spec.id or spec.kind} ({spec.kind}) on {phases}; "

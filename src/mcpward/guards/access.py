@@ -75,6 +75,7 @@ class AccessGuard(Guard):
     """Who may see and call what: role globs first, then the annotation ceiling."""
 
     kind = "access"
+    hides_listed_items = True
     Options = AccessOptions
 
     def __init__(self, spec: Any, options: AccessOptions) -> None:

@@ -35,6 +35,7 @@ class ToolFilterGuard(Guard):
     """A tool passes iff every rule for its upstream allows it (allow-list, then deny-list)."""
 
     kind = "tool_filter"
+    hides_listed_items = True
     awaits_io = False
     Options = ToolFilterOptions
 

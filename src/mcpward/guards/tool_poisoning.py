@@ -94,6 +94,7 @@ class ToolPoisoningGuard(Guard):
     """Pure policy: the same definition always gets the same verdict."""
 
     kind = "tool_poisoning"
+    hides_listed_items = True
     awaits_io = False
     reads_contracts = True  # a call is judged against what its connection lists right now
     Options = ToolPoisoningOptions

@@ -301,6 +301,7 @@ class ToolShadowingGuard(Guard):
     """Compares this upstream's list with the catalog of every other upstream."""
 
     kind = "tool_shadowing"
+    hides_listed_items = True
     awaits_io = False
     reads_contracts = True  # a call is judged against what its connection lists right now
     Options = ToolShadowingOptions

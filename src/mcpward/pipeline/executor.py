@@ -78,7 +78,7 @@ class Pipeline:
         self._by_phase: dict[Phase, tuple[Guard, ...]] = {}
         self._steps: dict[Phase, tuple[_Step, ...]] = {}
         for phase in Phase:
-            chosen = [g for g in self.guards if g.spec.enabled and phase in g.spec.runs_on]
+            chosen = [g for g in self.guards if g.spec.enabled and phase in g.phases]
             chosen.sort(key=lambda g: (g.spec.priority, order[id(g)]))
             self._by_phase[phase] = tuple(chosen)
             self._steps[phase] = tuple(_step(g, phase) for g in chosen)

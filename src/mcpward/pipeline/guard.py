@@ -5,13 +5,14 @@ A subclass overrides the `on_<phase>` hooks it supports and declares its options
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict
 
 from mcpward.pipeline.context import GuardContext
 from mcpward.pipeline.decisions import Allow, Decision
-from mcpward.pipeline.phases import Phase
+from mcpward.pipeline.phases import CALL_OF_LIST, Phase
 from mcpward.pipeline.services import GatewayServices
 from mcpward.pipeline.spec import GuardSpec
 from mcpward.pipeline.subject import Subject
@@ -35,11 +36,26 @@ class Guard:
     # True for guards that judge a call by the contract its upstream connection serves now
     # (the pin gate): the relay then reads that connection's lists before the request phases.
     reads_contracts: ClassVar[bool] = False
+    # True for guards that leave items out of a list (tool_filter, tool_poisoning, ...): hiding
+    # alone would not stop a client that knows a name, so such a guard also judges the calls to
+    # the items of every list it runs at, whatever `runs_on` says (`phases`).
+    hides_listed_items: ClassVar[bool] = False
 
     def __init__(self, spec: GuardSpec, options: Any) -> None:
         self.spec = spec
         self.id: str = spec.id or spec.kind
         self.options = options
+        self.phases: frozenset[Phase] = self.effective_phases(spec.runs_on)
+
+    @classmethod
+    def effective_phases(cls, runs_on: Iterable[Phase]) -> frozenset[Phase]:
+        """`runs_on`, plus the call phase of each list phase in it for a guard that hides
+        listed items (when the class judges that call)."""
+        phases = set(runs_on)
+        if cls.hides_listed_items:
+            supported = cls.supported_phases()
+            phases |= {CALL_OF_LIST[p] for p in phases & CALL_OF_LIST.keys()} & supported
+        return frozenset(phases)
 
     @classmethod
     def supported_phases(cls) -> frozenset[Phase]:

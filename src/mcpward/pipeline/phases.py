@@ -20,5 +20,11 @@ class Phase(str, Enum):
 
 
 LIST_PHASES = frozenset({Phase.TOOLS_LIST, Phase.PROMPTS_LIST, Phase.RESOURCES_LIST})
+# The call that uses an item of each list (a tool, a prompt, a resource by its URI).
+CALL_OF_LIST = {
+    Phase.TOOLS_LIST: Phase.TOOL_INVOKE,
+    Phase.PROMPTS_LIST: Phase.PROMPT_REQUEST,
+    Phase.RESOURCES_LIST: Phase.RESOURCE_REQUEST,
+}
 # Where a judged request (tools/call, prompts/get, resources/read) is decided before it is sent.
 CALL_PHASES = (Phase.REQUEST, Phase.TOOL_INVOKE, Phase.PROMPT_REQUEST, Phase.RESOURCE_REQUEST)
