@@ -66,6 +66,11 @@ async def test_poisoned_tool_dropped_secrets_redacted_injection_removed(
         names = await _names(client)
         assert "add" not in names  # poisoned description: dropped
         assert {"weather", "read_env", "fetch_note"} <= names
+        # runs_on names tools_list only: what the guard hides still cannot be called
+        with pytest.raises(MCPError) as caught:
+            await client.call_tool("add", {"a": 1, "b": 2})
+        assert caught.value.code == -32013
+        assert (caught.value.data or {}).get("code") == "poisoned_item"
 
         result = await client.call_tool("read_env", {})
         shown = _text(result) + json.dumps(result.structured_content or {})
