@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 from mcpward.store.factory import StoreContext
 from mcpward.store.postgres.migrations import migrate
 from mcpward.store.postgres.pool import acquire_pool, release_pool
-from mcpward.store.settings import KeysSettings, StoreSettings
+from mcpward.store.settings import KeysSettings, PoolSettings, StoreSettings
 
 DSN_ENV = "MCPWARD_TEST_PG_DSN"
 
@@ -33,6 +34,12 @@ def pg_context(dsn: str, tmp_path: Path, *, migrated: bool = True) -> StoreConte
     return context
 
 
+def replica_context(base: StoreContext, pool_max: int) -> StoreContext:
+    """Another replica: a pool of its own (pools are shared per settings within a process)."""
+    settings = base.settings.model_copy(update={"pool": PoolSettings(min=1, max=pool_max)})
+    return dataclasses.replace(base, settings=settings)
+
+
 def store_yaml(keys_dir: Path, state_dir: Path, env: str = DSN_ENV) -> str:
     """The `store:`/`keys:`/`state_dir` part of a config file that reads the DSN from `env`."""
     return (
@@ -42,4 +49,4 @@ def store_yaml(keys_dir: Path, state_dir: Path, env: str = DSN_ENV) -> str:
     )
 
 
-__all__ = ["DSN_ENV", "KeysSettings", "pg_context", "store_yaml"]
+__all__ = ["DSN_ENV", "KeysSettings", "pg_context", "replica_context", "store_yaml"]

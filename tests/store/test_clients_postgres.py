@@ -5,7 +5,6 @@ that cannot be read refuse every client (fail closed) until they can be again.""
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,8 +18,7 @@ from mcpward.identity.models import StaticToken
 from mcpward.identity.tokens import hash_token, new_token
 from mcpward.store.clients import ClientRecords
 from mcpward.store.factory import StoreContext, open_client_records
-from mcpward.store.settings import PoolSettings
-from tests.store.pg import pg_context
+from tests.store.pg import pg_context, replica_context
 
 TOKEN = new_token()
 ENTRY = StaticToken(
@@ -29,12 +27,6 @@ ENTRY = StaticToken(
     roles=["ops"],
     consent_ceiling=ConsentCeiling.FULL,
 )
-
-
-def replica_context(base: StoreContext, pool_max: int) -> StoreContext:
-    """Another replica: a pool of its own (pools are shared per settings within a process)."""
-    settings = base.settings.model_copy(update={"pool": PoolSettings(min=1, max=pool_max)})
-    return dataclasses.replace(base, settings=settings)
 
 
 async def principal(auth: Authenticator) -> Principal:

@@ -5,7 +5,6 @@ replica did not hear of is read when its listener reconnects."""
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,19 +17,12 @@ from mcpward.identity.consent import ConsentCeiling
 from mcpward.identity.models import StaticToken
 from mcpward.identity.tokens import hash_token, new_token
 from mcpward.store.factory import Revocations, StoreContext, open_revocations
-from mcpward.store.settings import PoolSettings
-from tests.store.pg import pg_context
+from tests.store.pg import pg_context, replica_context
 
 TOKEN = new_token()
 ENTRY = StaticToken(
     client_id="agent", token_sha256=hash_token(TOKEN), consent_ceiling=ConsentCeiling.FULL
 )
-
-
-def replica_context(base: StoreContext, pool_max: int) -> StoreContext:
-    """Another replica: a pool of its own (pools are shared per settings within a process)."""
-    settings = base.settings.model_copy(update={"pool": PoolSettings(min=1, max=pool_max)})
-    return dataclasses.replace(base, settings=settings)
 
 
 async def answer(auth: Authenticator) -> str:
