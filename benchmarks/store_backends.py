@@ -75,9 +75,9 @@ class Databases:
 def migrated(dsn: str) -> str:
     from mcpward.store.postgres.migrations import migrate
     from mcpward.store.postgres.pool import PgPool
-    from mcpward.store.settings import StoreSettings
+    from mcpward.store.settings import PoolSettings, StoreSettings
 
-    pool = PgPool(dsn, StoreSettings(pool={"min": 1, "max": 1}))
+    pool = PgPool(dsn, StoreSettings(pool=PoolSettings(min=1, max=1)))
     try:
         migrate(pool)
     finally:
@@ -359,7 +359,7 @@ def floor_ops(dsn: str, socket_dsn: str | None, work: Path) -> Iterator[tuple[st
     from mcpward.store.ledger_sqlite import SqliteLedgerStore
     from mcpward.store.postgres.ledger import PostgresLedgerStore
     from mcpward.store.postgres.pool import PgPool
-    from mcpward.store.settings import StoreSettings
+    from mcpward.store.settings import PoolSettings, StoreSettings
 
     def select_1(prepared: bool) -> Any:
         def measure(calls: int) -> tuple[float, float, float]:
@@ -403,11 +403,12 @@ def floor_ops(dsn: str, socket_dsn: str | None, work: Path) -> Iterator[tuple[st
 
     def postgres_append(target: str) -> Any:
         def measure(calls: int) -> tuple[float, float, float]:
-            pool = PgPool(target, StoreSettings(pool={"min": 1, "max": 1}))
+            pool = PgPool(target, StoreSettings(pool=PoolSettings(min=1, max=1)))
             store = PostgresLedgerStore(pool, synchronous_commit=False)
             build = placeholder_receipts()
             try:
                 store.append(build)  # connects
+                assert store._conn is not None
                 return timed(lambda: store.append(build), calls, store._conn.info.backend_pid)
             finally:
                 store.close()
