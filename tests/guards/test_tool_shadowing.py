@@ -238,3 +238,19 @@ def test_a_call_to_a_dropped_tool_is_denied_against_the_lists_as_they_are_now() 
     )
     warn = make_guard("tool_shadowing", ["tool_invoke"], {"action": "warn"})
     assert isinstance(_call(warn, "helper", evil, dict(CATALOG)), Allow)
+
+
+def test_with_one_upstream_calls_are_not_judged_at_all(tmp_path: Any) -> None:
+    """Nothing to compare a call with: the pipeline runs no tool_shadowing step per call (and
+    writes no guard entry into each receipt); with two upstreams it does."""
+    from mcpward.pipeline.executor import Pipeline
+    from mcpward.pipeline.services import GatewayServices
+    from mcpward.relay.catalog import Catalog
+
+    for upstreams, judged in ((["only"], False), (["a", "b"], True)):
+        guard = make_guard("tool_shadowing", ["tools_list", "tool_invoke"])
+        pipeline = Pipeline([guard])
+        asyncio.run(guard.attach(GatewayServices(state_dir=tmp_path, catalog=Catalog(upstreams))))
+        pipeline.reindex()
+        assert pipeline.has(Phase.TOOL_INVOKE) is judged
+        assert pipeline.has(Phase.TOOLS_LIST)

@@ -21,6 +21,7 @@ from mcpward.guards.detection.scanner import ContentScanner
 from mcpward.pipeline.context import GuardContext
 from mcpward.pipeline.decisions import AddWarning, Allow, Decision, Deny, Modify, ReplaceTools
 from mcpward.pipeline.guard import Guard
+from mcpward.pipeline.phases import Phase
 from mcpward.pipeline.services import CatalogView, GatewayServices
 from mcpward.pipeline.spec import GuardSpec
 from mcpward.pipeline.subject import Subject
@@ -312,6 +313,8 @@ class ToolShadowingGuard(Guard):
 
     async def attach(self, services: GatewayServices) -> None:
         self._catalog = services.catalog
+        if len(services.catalog.upstream_ids()) < 2:  # nothing to compare a call with
+            self.phases = self.phases - {Phase.TOOL_INVOKE}
 
     def _full_catalog(self, ctx: GuardContext) -> dict[str, Sequence[Mapping[str, Any]]]:
         """ctx.catalog, completed from the live catalog for upstreams it does not hold yet."""

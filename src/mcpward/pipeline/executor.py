@@ -74,9 +74,16 @@ class Pipeline:
     def __init__(self, guards: Sequence[Guard], mode: Mode = Mode.ENFORCE) -> None:
         self.guards = list(guards)
         self.mode = mode
-        order = {id(g): i for i, g in enumerate(self.guards)}
         self._by_phase: dict[Phase, tuple[Guard, ...]] = {}
         self._steps: dict[Phase, tuple[_Step, ...]] = {}
+        self.reads_contracts = False
+        self.reindex()
+
+    def reindex(self) -> None:
+        """Build the guards per phase from each guard's `phases` (again after `attach`, where a
+        guard may drop a phase it has nothing to do at, e.g. a cross-upstream check with one
+        upstream)."""
+        order = {id(g): i for i, g in enumerate(self.guards)}
         for phase in Phase:
             chosen = [g for g in self.guards if g.spec.enabled and phase in g.phases]
             chosen.sort(key=lambda g: (g.spec.priority, order[id(g)]))

@@ -156,6 +156,7 @@ class Gateway:
                 raise GatewayStartError(
                     f"guard {guard.id!r} ({guard.kind}) cannot start: {exc}"
                 ) from exc
+        gateway.pipeline.reindex()  # a guard may have narrowed its phases when it attached
         if gateway.settings.relist_interval_s > 0:
             gateway._relister = asyncio.create_task(gateway._relist_forever())
         return gateway
