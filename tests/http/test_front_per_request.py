@@ -1,5 +1,5 @@
 """What the HTTP front does once per request instead of several times, and what it no longer
-does per request at all: headers read in one pass, one socket write per answer, the Principal
+does per request at all: headers read in one pass, the Principal
 of a static token reused while revocations are still asked every time, Mcp-Param-* checks only
 for tools that declare them, and no disconnect watcher until a 2026-07-28 request is slow
 (closing the stream still cancels it)."""
@@ -10,6 +10,7 @@ import asyncio
 import json
 import sys
 import textwrap
+from collections.abc import MutableMapping
 from pathlib import Path
 from typing import Any
 
@@ -22,10 +23,10 @@ from mcpward.identity.client_records import StoredRecord
 from mcpward.identity.models import StaticToken
 from mcpward.identity.tokens import hash_token
 from mcpward.transport.http_front.app import HttpFrontApp
-from mcpward.transport.http_front.batched_writes import BatchedWrites
 from mcpward.transport.http_front.headers import RequestHeaders, read_headers
 from mcpward.transport.http_front.mailbox import Mailbox
 from mcpward.transport.http_front.modern import ParamHeaderCheck
+from mcpward.transport.http_front.responses import Receive, Scope, Send
 from tests.http.gateway_harness import gateway_front, token_entry
 
 TOKEN = "per-request-token-0123456789abcdef"
@@ -49,46 +50,6 @@ def test_headers_are_read_once_trimmed_and_repeats_noted() -> None:
     assert headers.count("host") == 1
     assert headers.count("origin") == 0
     assert headers.repeated == {"mcp-name"}
-
-
-class _Transport:
-    def __init__(self) -> None:
-        self.writes: list[bytes] = []
-        self.closed = False
-
-    def write(self, data: bytes) -> None:
-        self.writes.append(data)
-
-    def is_closing(self) -> bool:
-        return self.closed
-
-    def close(self) -> None:
-        self.closed = True
-
-    def get_write_buffer_size(self) -> int:
-        return 0
-
-    def get_extra_info(self, name: str) -> str:
-        return f"extra:{name}"
-
-
-async def test_writes_of_one_iteration_leave_together() -> None:
-    transport = _Transport()
-    batched = BatchedWrites(transport, asyncio.get_running_loop())
-    batched.write(b"HTTP/1.1 200 OK\r\n\r\n")
-    batched.write(b"")
-    batched.write(b'{"ok":1}')
-    assert transport.writes == []
-    assert batched.get_write_buffer_size() == 27
-    await asyncio.sleep(0)
-    assert transport.writes == [b'HTTP/1.1 200 OK\r\n\r\n{"ok":1}']
-    assert batched.get_extra_info("peername") == "extra:peername"
-    batched.write(b"last")
-    batched.close()  # what is held goes out before the close
-    assert transport.writes[-1] == b"last" and transport.closed
-    batched.write(b"after")
-    await asyncio.sleep(0)
-    assert transport.writes[-1] == b"last"  # nothing is written to a closing transport
 
 
 async def test_mailbox_hands_items_over_in_order() -> None:
@@ -174,26 +135,29 @@ def test_param_headers_are_checked_only_for_tools_that_declare_them() -> None:
     assert repeated is not None and "more than once" in repeated.message
 
 
-async def test_a_bug_fails_closed_once_even_after_the_response_began() -> None:
-    app = HttpFrontApp.__new__(HttpFrontApp)
-    sent: list[dict[str, Any]] = []
+class _BrokenFront(HttpFrontApp):
+    """A front whose request handling has a bug (after starting the response on `/late`)."""
 
-    async def send(message: dict[str, Any]) -> None:
+    async def _handle(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["path"] == "/late":
+            await send({"type": "http.response.start", "status": 200, "headers": []})
+        raise KeyError("bug")
+
+
+async def test_a_bug_fails_closed_once_even_after_the_response_began() -> None:
+    app = _BrokenFront.__new__(_BrokenFront)
+    sent: list[MutableMapping[str, Any]] = []
+
+    async def send(message: MutableMapping[str, Any]) -> None:
         if message["type"] == "http.response.start" and any(
             m["type"] == "http.response.start" for m in sent
         ):
             raise RuntimeError("Expected ASGI message 'http.response.body'")
         sent.append(message)
 
-    async def receive() -> dict[str, Any]:
+    async def receive() -> MutableMapping[str, Any]:
         return {"type": "http.disconnect"}
 
-    async def broken(scope: Any, receive: Any, send: Any) -> None:
-        if scope["path"] == "/late":
-            await send({"type": "http.response.start", "status": 200, "headers": []})
-        raise KeyError("bug")
-
-    app._handle = broken
     await app({"type": "http", "path": "/mcp"}, receive, send)
     assert sent[0]["status"] == 500
     assert b"incident" in sent[1]["body"]
