@@ -6,6 +6,7 @@ through a peer bridge, interleaved in one run, with 1, 8, 16 and 32 concurrent c
                                               [--guards default|none]
                                               [--evidence crash_safe|sync|batched|off]
                                               [--upstream sdk|raw] [--no-peers]
+                                              [--baseline-src DIR]
 
 Paths, each a long-lived process measured in turn (round by round, client count by client
 count, path by path):
@@ -19,14 +20,17 @@ count, path by path):
 - mcp-proxy in front of `mcp-firewall wrap` in front of the same stdio upstream: mcp-firewall is
   stdio-only (no HTTP front of its own), so this is how it is reached over HTTP.
 Peers come from benchmarks/peers.py (installed once into `.bench-peers/`, skipped with a printed
-reason when they cannot be); `--no-peers` leaves them out.
+reason when they cannot be); `--no-peers` leaves them out. `--baseline-src DIR` runs every
+mcpward path a second time from another checkout's `src` (e.g. a `git worktree` of the commit
+before a change), labelled "before:", interleaved with the others in the same rounds.
 
 Each gateway runs as its own process (mcpward on uvloop, like `mcpward run`, with a static
 token). Each client is a lean raw JSON-RPC client (aiohttp, one connection) so the numbers
 measure servers, not client SDKs. The stdio-upstream paths call `echo`, the HTTP ones
 `test_simple_text`. "ratio" and "+p50/+p99" are against a direct route in the same round: the
 `--upstream` one for mcpward in front of it, the raw HTTP upstream (also started when
-`--upstream sdk`) for every stdio-upstream path; "to bare" is calls/s over mcpward bare's.
+`--upstream sdk`) for every stdio-upstream path; "to bare" is calls/s over mcpward bare's (the
+baseline's bare for a "before:" path).
 Gateway CPU per call is the utime+stime (Linux /proc) of the gateway's processes, not its
 upstream's, over the timed calls. Every figure is the median over `--rounds` with the min-max.
 """
@@ -61,7 +65,7 @@ UPSTREAMS = {
     "raw": [str(ROOT / "benchmarks" / "raw_http_upstream.py")],
 }
 STDIO_UPSTREAM = [sys.executable, str(ROOT / "benchmarks" / "raw_upstream.py")]
-HTTP_TOOL = ("test_simple_text", {})
+HTTP_TOOL: tuple[str, dict[str, Any]] = ("test_simple_text", {})
 STDIO_TOOL = ("echo", {"message": "hello"})
 TOKEN = "benchmark-token-0123456789abcdef"
 RUNNER = """
@@ -310,10 +314,11 @@ COLUMNS = (
 
 def report(paths: list[Route], clients: int, width: int) -> None:
     by_name = {p.name: p for p in paths}
-    bare = by_name.get("bare")
     print(f"{clients} client(s):")
     print(f"  {'':{width}}" + "".join(f"  {name:>{size}}" for name, size in COLUMNS))
     for path in paths:
+        # "to bare": a baseline path against the baseline's bare gateway
+        bare = by_name.get("before-bare" if path.name.startswith("before-") else "bare")
         direct = by_name[path.reference].runs[clients]
         runs = path.runs[clients]
         rounds = range(len(runs))
@@ -363,11 +368,20 @@ class Bench:
         return port, proc
 
     async def add_mcpward(
-        self, name: str, label: str, upstream: dict[str, Any], guards: str, evidence: str
+        self,
+        name: str,
+        label: str,
+        upstream: dict[str, Any],
+        guards: str,
+        evidence: str,
+        src: Path | None = None,
     ) -> None:
+        """One mcpward path; from the checkout `src` (PYTHONPATH) if given, else this one."""
         port = free_port()
         config = mcpward_config(self.tmp, name, port, upstream, guards, evidence)
         env = dict(self.env)
+        if src is not None:
+            env["PYTHONPATH"] = str(src.resolve())
         profile_to = env.get("MCPWARD_BENCH_PROFILE")  # cProfile the gateways into it
         if profile_to and name != "mcpward":
             env["MCPWARD_BENCH_PROFILE"] = f"{profile_to}.{name}"
@@ -432,6 +446,12 @@ async def main() -> None:
     parser.add_argument("--clients", default="1,8,16,32")
     parser.add_argument("--upstream", default="sdk", choices=sorted(UPSTREAMS))
     parser.add_argument("--no-peers", action="store_true", help="leave out the peer gateways")
+    parser.add_argument(
+        "--baseline-src",
+        type=Path,
+        default=None,
+        help="also run each mcpward path from this checkout's src, labelled 'before:'",
+    )
     args = parser.parse_args()
     levels = [int(n) for n in args.clients.split(",")]
     started = time.perf_counter()
@@ -460,27 +480,42 @@ async def main() -> None:
                 "pass_env": ["BENCH_TOOLS"],
             }
             what = f"guards {args.guards}, evidence {args.evidence}"
-            await bench.add_mcpward(
-                "mcpward", f"mcpward ({what}), HTTP up", http, args.guards, args.evidence
-            )
-            if (args.guards, args.evidence) != ("none", "off"):
+            trees: list[tuple[str, str, Path | None]] = [("", "", None)]
+            if args.baseline_src is not None:
+                trees.append(("before-", "before: ", args.baseline_src))
+            for prefix, tag, src in trees:
                 await bench.add_mcpward(
-                    "mcpward-stdio",
-                    f"mcpward ({what}), stdio up",
-                    stdio,
+                    f"{prefix}mcpward",
+                    f"{tag}mcpward ({what}), HTTP up",
+                    http,
                     args.guards,
                     args.evidence,
+                    src,
                 )
-            await bench.add_mcpward(
-                "bare", "mcpward bare (no guards, no evidence)", stdio, "none", "off"
-            )
+                if (args.guards, args.evidence) != ("none", "off"):
+                    await bench.add_mcpward(
+                        f"{prefix}mcpward-stdio",
+                        f"{tag}mcpward ({what}), stdio up",
+                        stdio,
+                        args.guards,
+                        args.evidence,
+                        src,
+                    )
+                await bench.add_mcpward(
+                    f"{prefix}bare",
+                    f"{tag}mcpward bare (no guards, no evidence)",
+                    stdio,
+                    "none",
+                    "off",
+                    src,
+                )
             notes = [] if args.no_peers else await bench.add_peers()
             for path in list(bench.paths):  # each path answers a call before it is measured
                 try:
                     await wait_port(int(path.url.rsplit(":", 1)[1].split("/")[0]))
                     await probe(path, args.era)
                 except Exception as exc:  # a peer may fail in any way: report it, skip it
-                    if path.name in ("direct", "direct-raw", "mcpward", "mcpward-stdio", "bare"):
+                    if path.proc is None or "mcpward" in path.name or "bare" in path.name:
                         raise
                     hint = ""
                     if args.era != "legacy":
