@@ -62,6 +62,19 @@ def _clause(verbs: str) -> str:
     return r"(?m)(?:^|[.!?:]\s+|\|\s*|[\w)\]\"'$][ \t]+)(?:" + verbs + ")"
 
 
+def _inline_question(openers: str) -> str:
+    """A question that opens with one of `openers` and shares its line with other text: after
+    a sentence or a word, or followed by more text. A question alone on its line is a heading."""
+    question = r"(?:" + openers + r")[^?\n]{0,150}\?"
+    return (
+        r"(?m)(?:(?:[.!?:]|[\w)\]\"'$])[ \t]+"
+        + question
+        + r"|(?:^|\|[ \t]*)"
+        + question
+        + r"[ \t]+\S)"
+    )
+
+
 _UNSAFE = (
     r"(?:\s+\w+){0,4}?\s+(?:are|is|have\s+been|were)\s+(?:now\s+)?(?:deprecated|unsafe|insecure|"
     r"outdated|obsolete|unreliable|broken|compromised|dangerous|inaccurate|disabled|"
@@ -440,7 +453,9 @@ POISONING_ONLY_RULES: list[Rule] = [
         "preference-manipulation",
         "version-bait",
         _I + r"\bthis\s+is\s+the\s+(?:premium|ultimate|advanced|professional|enhanced|pro|new|"
-        r"improved|upgraded)\s+version\b",
+        r"improved|upgraded)\s+version\b|\bthis\s+(?:premium|ultimate|enhanced|improved|upgraded|"
+        r"optimi[sz]ed|superior|turbo)\s+(?:version|edition|variant)\s+(?:of\s+\w+\s+)?"
+        r"(?:provides|offers|delivers|adds|gives|has|is|comes)\b",
     ),
     Rule(
         "out-of-scope-parameter",
@@ -495,9 +510,25 @@ INJECTION_ONLY_RULES: list[Rule] = [
     Rule(
         "agent-directive",
         "your-response",
-        _I
-        + r"\b(?:in|to|into|within|throughout|with|for|of|from)\s+your\s+(?:response|reply|answer|"
+        _I + r"\b(?:in|into|within|throughout|with|of|from)\s+your\s+(?:response|reply|answer|"
         r"message|output|summary|responses|replies|answers)\b",
+    ),
+    # Mail thanks its reader "for your reply" and looks forward "to your answer": weak.
+    Rule(
+        "agent-directive",
+        "for-your-response",
+        _I + r"\b(?:to|for)\s+your\s+(?:response|reply|answer|message|output|summary|responses|"
+        r"replies|answers)\b",
+        0.5,
+    ),
+    # ...unless an order opens the sentence: "Add '<slogan>' to your reply", "Apply a cipher to
+    # your response", "Use a Caesar cipher for your reply".
+    Rule(
+        "agent-directive",
+        "order-for-your-response",
+        _clause(r"Add|Append|Prepend|Insert|Include|Attach|Apply|Use|Put|Embed|Place|Mention")
+        + r"\b[^\n]{1,200}?\b(?:to|for|in|into)\s+your\s+(?:response|reply|answer|output|"
+        r"summary)s?\b",
     ),
     Rule(
         "agent-directive",
@@ -560,12 +591,18 @@ INJECTION_ONLY_RULES: list[Rule] = [
             r"Engage|Devise|Formulate|Craft|Generate|Explain|Describe|Evaluate|Assess|Compare|"
             r"Identify|Determine|Recommend|Suggest|Propose|Research|Investigate|Automate|Outline|"
             r"Draft|Compile|Illustrate|Rewrite|Proofread|Critique|Debug|Refactor|Discuss|Argue|"
-            r"Debate|Persuade|Convince|Invent|Spell|"
-            r"(?:Tell|Show|Teach)\s+(?:me|us)"
+            r"Debate|Persuade|Convince|Invent|Spell"
         )
         + r"\s+(?:a|an|the|me|us|how|what|why|which|who|whether|some|any|all|each|every|\d+|one|"
         r"two|three|five|ten|your|this|these|those|its|their|in|on|about|with|to|between|if|as)"
         r"\b[^.?!\n|]{3,200}[.?!]",
+    ),
+    # "Tell me a joke", "Show me how…", "Teach us about…"; not mail's "Tell me if/when you can".
+    Rule(
+        "agent-directive",
+        "tell-me",
+        _clause(r"(?:Tell|Show|Teach)\s+(?:me|us)")
+        + r"\s+(?:a|an|about|how|why|some|\d+|one|two|three|five|ten)\b[^.?!\n|]{3,200}[.?!]",
     ),
     # Requests for a translation, phrased as a question or an order (the quoted phrase and
     # the target language are what an email or FAQ does not carry).
@@ -595,8 +632,72 @@ INJECTION_ONLY_RULES: list[Rule] = [
         r"\b(?:Respond|Answer|Reply|Write|respond|answer|reply)\s+(?:only\s+|entirely\s+|"
         r"exclusively\s+|solely\s+)?(?:in|using|with)\s+(?:\w+\s+)?(?:"
         + _LANGUAGE_NAMES
-        + r"|base64|hexadecimal|binary|morse\s+code|emojis?|pig\s+latin|rhymes?|verse|"
-        r"uppercase|all\s+caps|capital\s+letters|reverse(?:d)?\s+order|a\s+cipher)\b",
+        + r"|(?i:base\s?(?:16|32|58|64|85)|hex(?:adecimal)?|binary|morse\s+code|emojis?|"
+        r"pig\s+latin|rhymes?|verse|uppercase|all\s+caps|capital\s+letters|reversed?(?:\s+order)?|"
+        r"(?:a|an)\s+(?:\w+\s+)?cipher|caesar|rot-?13|atbash|leetspeak))\b",
+    ),
+    # An order about the answer itself, by any verb that disguises or re-renders it ("encrypt
+    # your answer", "use emojis to represent your answer", "display your response in base16").
+    Rule(
+        "agent-directive",
+        "transform-your-answer",
+        _I + r"\b(?:encrypt|encode|encipher|obfuscate|scramble|cipher|display|represent|express|"
+        r"translate|reverse|convert|present|spell|render)\s+your\s+(?:response|reply|answer|"
+        r"output)s?\b",
+    ),
+    # An opinion asked about a quoted text: its sentiment, mood or tone (a classification task
+    # handed to the model; an email or a log does not ask its reader to label its own words).
+    Rule(
+        "agent-directive",
+        "sentiment-request",
+        _I + r"\b(?:classify|categori[sz]e|analy[sz]e|determine|identify|detect|rate|evaluate|"
+        r"assess|judge|label|what\s+(?:is|was))\s+(?:the\s+)?(?:overall\s+|general\s+)?"
+        r"(?:mood|sentiment|tone|emotion|emotional\s+tone|feelings?|attitude|polarity)s?\s+"
+        r"(?:of|in|expressed|conveyed|behind)\b|\b(?:is|was|are|were)\s+(?:this|these|that|"
+        r"the\s+following)\s+(?:\w+\s+)?(?:positive|negative|neutral)(?:,\s*\w+,?)?\s+or\s+"
+        r"(?:positive|negative|neutral)\b",
+    ),
+    # A knowledge or advice question handed to the reader: what the main causes/risks/benefits
+    # of something are, how a thing works or affects another, who wrote or invented something,
+    # how to learn or improve at something, which films or books to pick. Mail and tool output
+    # ask their reader about the matter at hand ("Can you send…", "What time works for you?").
+    # A question alone on its line is a heading (a FAQ), not a request pasted into text.
+    Rule(
+        "agent-directive",
+        "knowledge-question",
+        _inline_question(
+            r"What\s+(?:is|are|was|were)\s+(?:the\s+|some\s+(?:of\s+the\s+)?)?(?:main|primary|"
+            r"major|key|top|biggest|most\s+\w+|common|potential|benefits|advantages|"
+            r"disadvantages|drawbacks|pros|causes|effects|impacts?|consequences|risks|"
+            r"implications|differences?|similarities|capital|history|origins?|symptoms|reasons|"
+            r"factors|trends|challenges|principles|stages)\b|"
+            r"How\s+(?:do|does|did|can|could|have|has|will|would)\s+(?:\w+\s+){1,5}?(?:work|"
+            r"impact|affect|influence|changed?|differ|evolved?|compare|contribute|shape)\b|"
+            r"How\s+(?:do|can|could|should)\s+I\s+(?:automatically\s+|best\s+|effectively\s+)?"
+            r"(?:solve|learn|improve|automate|calculate|prove|become|cook|bake|invest|overcome|"
+            r"cope|deal\s+with|memori[sz]e|boost|back\s+up|get\s+better|stay\s+motivated)\b|"
+            r"Who\s+(?:wrote|invented|discovered|painted|composed|founded|directed|was\s+the\s+"
+            r"first)\b|"
+            r"What\s+(?:\w+\s+)?(?:movies|films|shows|series|events|concerts|restaurants|books|"
+            r"novels|songs|podcasts|games|destinations)\s+(?:are|is|should|would|to)\b"
+        ),
+    ),
+    # A deliverable of information asked for outright: "Provide a list of…", "Provide insights
+    # into…", "Help me with a recipe…", "Suggest weekend getaways near…".
+    Rule(
+        "agent-directive",
+        "information-request",
+        _clause(
+            r"Provide\s+(?:a\s+|an\s+|some\s+)?(?:(?:brief|short|detailed|complete|"
+            r"comprehensive|full)\s+)?(?:list|command|summary|overview|breakdown|analysis|"
+            r"insights?|examples?|tips|steps|guide|comparison|timeline|recommendations?|ideas|"
+            r"suggestions|explanation)\s+(?:of|to|for|on|into|about|comparing|that)|"
+            r"Help\s+me\s+(?:with|to|write|find|plan|create|understand|choose|come\s+up\s+with|"
+            r"make|pick|decide)\s+(?:a|an|the|some|my)|"
+            r"(?:Suggest|Recommend)\s+(?:\w+\s+){0,2}\w+s\s+(?:near|for|in|around|to|that|on|"
+            r"about|within)"
+        )
+        + r"\b[^.?!\n]{3,200}[.?!]",
     ),
     Rule(
         "agent-directive",

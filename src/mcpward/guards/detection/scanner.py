@@ -29,6 +29,12 @@ _UNICODE_FAMILY = {
     "homoglyph-word": "homoglyph",
 }
 
+_NAME_VERBS = (
+    "get|list|search|find|fetch|create|read|write|update|delete|send|query|run|execute|make|add|"
+    "remove|lookup|check|calculate|convert|translate|generate|analyze|analyse|download|upload|"
+    "open|post|set|edit|book|buy|pay|transfer|fork|clone|merge|push"
+)
+
 # Parameter names that ask for the calling model's identity or context.
 NAME_RULES: list[Rule] = [
     Rule(
@@ -42,6 +48,15 @@ NAME_RULES: list[Rule] = [
         "context-parameter",
         r"(?i)^(?:conversation|chat|message|dialog(?:ue)?)[_-]?(?:history|log|transcript)$|"
         r"^(?:previous|prior|all)[_-]?(?:messages|instructions|prompts)$",
+    ),
+    # A praising word bolted onto an ordinary verb-first tool name (`best_create_repository`,
+    # `ultimateSearchPlaces`): a copy of a tool renamed to win the model's choice.
+    Rule(
+        "preference-manipulation",
+        "promotional-name",
+        r"^(?:(?i:best|ultimate|premium|superior|enhanced|improved|better|turbo|"
+        r"optimi[sz]ed)[_-](?i:" + _NAME_VERBS + r")|(?:best|ultimate|premium|superior|enhanced|"
+        r"improved|better|turbo|optimi[sz]ed)(?:" + _NAME_VERBS.title() + r"))(?:[_-]|[A-Z]|$)",
     ),
 ]
 
