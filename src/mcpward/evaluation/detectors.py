@@ -4,6 +4,7 @@ dataset and split. Nothing here is tuned: it calls the same code the gateway run
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -165,6 +166,9 @@ def evaluate_tool_shadowing(
     return rows
 
 
+KEYWORD_RULE = re.compile(r"(np|kingfisher)\.generic\.\d+$")
+
+
 def evaluate_secrets(corpora: Path, real_dir: Path, splits: Sequence[Split] = SPLITS) -> list[Row]:
     guard = secrets_guard()
     examples = C.secret_examples(corpora)
@@ -187,6 +191,27 @@ def evaluate_secrets(corpora: Path, real_dir: Path, splits: Sequence[Split] = SP
                 split,
                 counts,
                 goal="recall >= 0.95, FPR <= 0.10",
+                missed=missed,
+            )
+        )
+        # The keyword-anchored second row of issue #16 (`password = "…"`, `api_key: …`): the
+        # positives of the scanners' generic rules, found by any rule (a redactor's question).
+        # Their bare weak-password list (`letmein42`, no keyword) is not keyword-anchored.
+        anchored = [e for e in clean if e.positive and KEYWORD_RULE.match(e.rule_id)]
+        counts, missed = count(
+            anchored,
+            lambda _: True,
+            lambda e: bool(guard.scanner.find(e.text)),
+            lambda e: e.rule_id,
+        )
+        rows.append(
+            Row(
+                "secrets",
+                "rule examples of the keyword-anchored generic rules (np.generic.*, "
+                "kingfisher.generic.*)",
+                split,
+                counts,
+                goal="recall >= 0.85",
                 missed=missed,
             )
         )
