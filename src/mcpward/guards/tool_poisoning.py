@@ -26,6 +26,7 @@ from mcpward.guards.detection.scanner import (
     Finding,
     score,
 )
+from mcpward.guards.hidden_items import lists_unreadable
 from mcpward.pipeline.context import GuardContext
 from mcpward.pipeline.decisions import AddWarning, Allow, Decision, Deny, Modify, ReplaceTools
 from mcpward.pipeline.guard import Guard
@@ -150,11 +151,7 @@ class ToolPoisoningGuard(Guard):
             return Allow()
         snap = ctx.contracts.snapshot
         if snap is None:
-            return Deny(
-                code="definition_unverifiable",
-                message=f"the {what}s of upstream {ctx.server_name!r} could not be read; "
-                "failing closed",
-            )
+            return lists_unreadable(what, ctx.server_name)
         verdicts: dict[tuple[str, str], ItemVerdict | None] = snap.derived.setdefault(
             f"tool_poisoning:{self.id}", {}
         )

@@ -18,6 +18,7 @@ from mcpward.guards.detection.families import ENGLISH_PREFERENCE_RULES, POISONIN
 from mcpward.guards.detection.multilingual import MULTILINGUAL_PREFERENCE_RULES
 from mcpward.guards.detection.names import collision_key
 from mcpward.guards.detection.scanner import ContentScanner
+from mcpward.guards.hidden_items import lists_unreadable
 from mcpward.pipeline.context import GuardContext
 from mcpward.pipeline.decisions import AddWarning, Allow, Decision, Deny, Modify, ReplaceTools
 from mcpward.pipeline.guard import Guard
@@ -361,11 +362,7 @@ class ToolShadowingGuard(Guard):
             return Allow()
         snap = ctx.contracts.snapshot
         if snap is None:
-            return Deny(
-                code="definition_unverifiable",
-                message=f"the tools of upstream {ctx.server_name!r} could not be read; "
-                "failing closed",
-            )
+            return lists_unreadable("tool", ctx.server_name)
         catalog = self._full_catalog(ctx)
         others = tuple((uid, catalog[uid]) for uid in sorted(catalog) if uid != ctx.server_name)
         lists = ((ctx.server_name, snap.tools), *others)
