@@ -7,6 +7,7 @@ client records are read back (a record changed on the way fails the copy)."""
 from __future__ import annotations
 
 import base64
+import contextlib
 import hashlib
 import json
 import secrets
@@ -86,6 +87,12 @@ async def test_copy_sqlite_state_into_postgres_and_run_on_it(pg_dsn: str, tmp_pa
         write_control(control, 1)
         passed, held = await call(box)
         assert not passed and held is not None
+        # The prompt and the resource drifted too: list them, so that their holds are recorded
+        # by these reads and not by whichever background read happens to finish first.
+        async with box.client() as session:
+            for listing in (session.list_prompts, session.list_resources):
+                with contextlib.suppress(MCPError):  # a drifted list is withheld (-32010)
+                    await listing()
     cli(pg_dsn, "token", "revoke", "--config", str(box.config), "sha256:" + "ab" * 32)
     cli(pg_dsn, "clients", "set-ceiling", "other-client", "read_only", "--config", str(box.config))
     box_holds = json.loads(cli(pg_dsn, "holds", "--config", str(box.config), "--json").stdout)
