@@ -201,6 +201,27 @@ async def test_a_guard_denial_raises_call_denied(tmp_path: Path) -> None:
     assert (denial["decision"], denial["name"]) == ("deny", "transfer")
 
 
+async def test_a_tool_hidden_from_the_list_is_refused_by_name(tmp_path: Path) -> None:
+    """runs_on names the list only: what the guard hides still cannot be called (docs/guards.md,
+    "What a list hides cannot be called"), in the wrapper as on the fronts."""
+    state = tmp_path / "state"
+    server = DriftServer(tmp_path)
+    hide = {
+        "kind": "tool_filter",
+        "runs_on": ["tools_list"],
+        "config": {"rules": [{"upstream": "*", "deny": ["transfer"]}]},
+    }
+    async with (
+        sdk_session(server.params()) as session,
+        guarded(session, upstream_id="bank", config=config(state, guards=[hide])) as gs,
+    ):
+        assert (await gs.list_tools()).tools == []
+        with pytest.raises(CallDenied) as denied:
+            await gs.call_tool("transfer", {"amount": 1})
+        assert (denied.value.guard, denied.value.guard_code) == ("tool_filter", "tool_not_allowed")
+    assert server.calls() == []  # the hidden tool's call never arrived
+
+
 async def test_the_server_s_own_error_is_an_mcp_error_not_a_gateway_one(tmp_path: Path) -> None:
     async with (
         sdk_session(time_server()) as session,
