@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Protocol, TypeVar
 
 from mcpward.store.factory import StoreContext
 from mcpward.store.postgres.migrations import migrate
@@ -40,6 +43,24 @@ def replica_context(base: StoreContext, pool_max: int) -> StoreContext:
     return dataclasses.replace(base, settings=settings)
 
 
+class Closable(Protocol):
+    def close(self) -> None: ...
+
+
+T = TypeVar("T", bound=Closable)
+
+
+@contextlib.contextmanager
+def two_replicas(base: StoreContext, open_store: Callable[[StoreContext], T]) -> Iterator[list[T]]:
+    """The same store opened as two replicas, each with a pool of its own; closed afterwards."""
+    replicas = [open_store(replica_context(base, n)) for n in (3, 5)]
+    try:
+        yield replicas
+    finally:
+        for replica in replicas:
+            replica.close()
+
+
 def store_yaml(keys_dir: Path, state_dir: Path, env: str = DSN_ENV) -> str:
     """The `store:`/`keys:`/`state_dir` part of a config file that reads the DSN from `env`."""
     return (
@@ -49,4 +70,4 @@ def store_yaml(keys_dir: Path, state_dir: Path, env: str = DSN_ENV) -> str:
     )
 
 
-__all__ = ["DSN_ENV", "KeysSettings", "pg_context", "replica_context", "store_yaml"]
+__all__ = ["DSN_ENV", "KeysSettings", "pg_context", "replica_context", "store_yaml", "two_replicas"]

@@ -18,7 +18,7 @@ from mcpward.identity.models import StaticToken
 from mcpward.identity.tokens import hash_token, new_token
 from mcpward.store.clients import ClientRecords
 from mcpward.store.factory import StoreContext, open_client_records
-from tests.store.pg import pg_context, replica_context
+from tests.store.pg import pg_context, two_replicas
 
 TOKEN = new_token()
 ENTRY = StaticToken(
@@ -57,10 +57,8 @@ def notify_change(dsn: str, sql: str) -> None:
 @pytest.fixture
 def fleet(pg_dsn: str, tmp_path: Path) -> Iterator[tuple[StoreContext, list[ClientRecords]]]:
     context = pg_context(pg_dsn, tmp_path)
-    replicas = [open_client_records(replica_context(context, n)) for n in (3, 5)]
-    yield context, replicas
-    for records in replicas:
-        records.close()
+    with two_replicas(context, open_client_records) as replicas:
+        yield context, replicas
 
 
 async def test_a_lowered_ceiling_and_a_removed_role_reach_every_replica(

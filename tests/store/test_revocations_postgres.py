@@ -17,7 +17,7 @@ from mcpward.identity.consent import ConsentCeiling
 from mcpward.identity.models import StaticToken
 from mcpward.identity.tokens import hash_token, new_token
 from mcpward.store.factory import Revocations, StoreContext, open_revocations
-from tests.store.pg import pg_context, replica_context
+from tests.store.pg import pg_context, two_replicas
 
 TOKEN = new_token()
 ENTRY = StaticToken(
@@ -43,10 +43,8 @@ async def until(auth: Authenticator, want: str, seconds: float) -> None:
 @pytest.fixture
 def fleet(pg_dsn: str, tmp_path: Path) -> Iterator[tuple[StoreContext, list[Revocations]]]:
     context = pg_context(pg_dsn, tmp_path)
-    replicas = [open_revocations(replica_context(context, n)) for n in (3, 5)]
-    yield context, replicas
-    for revocations in replicas:
-        revocations.close()
+    with two_replicas(context, open_revocations) as replicas:
+        yield context, replicas
 
 
 async def test_a_revoked_token_is_refused_by_every_replica_within_a_second(

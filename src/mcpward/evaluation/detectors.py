@@ -166,6 +166,24 @@ def evaluate_tool_shadowing(
     return rows
 
 
+def _found_row(
+    guard: SecretsGuard,
+    examples: Sequence[C.SecretExample],
+    dataset: str,
+    split: Split,
+    goal: str = "",
+    note: str = "",
+) -> Row:
+    """A recall row over examples that all count as secrets: found by any rule, per rule id."""
+    counts, missed = count(
+        examples,
+        lambda _: True,
+        lambda e: bool(guard.scanner.find(e.text)),
+        lambda e: e.rule_id,
+    )
+    return Row("secrets", dataset, split, counts, goal=goal, note=note, missed=missed)
+
+
 KEYWORD_RULE = re.compile(r"(np|kingfisher)\.generic\.\d+$")
 
 
@@ -198,38 +216,24 @@ def evaluate_secrets(corpora: Path, real_dir: Path, splits: Sequence[Split] = SP
         # positives of the scanners' generic rules, found by any rule (a redactor's question).
         # Their bare weak-password list (`letmein42`, no keyword) is not keyword-anchored.
         anchored = [e for e in clean if e.positive and KEYWORD_RULE.match(e.rule_id)]
-        counts, missed = count(
-            anchored,
-            lambda _: True,
-            lambda e: bool(guard.scanner.find(e.text)),
-            lambda e: e.rule_id,
-        )
         rows.append(
-            Row(
-                "secrets",
+            _found_row(
+                guard,
+                anchored,
                 "rule examples of the keyword-anchored generic rules (np.generic.*, "
                 "kingfisher.generic.*)",
                 split,
-                counts,
                 goal="recall >= 0.85",
-                missed=missed,
             )
         )
         # Reported apart, never as false positives: another rule's positive label says redact.
-        counts, missed = count(
-            conflicts,
-            lambda _: True,
-            lambda e: bool(guard.scanner.find(e.text)),
-            lambda e: e.rule_id,
-        )
         rows.append(
-            Row(
-                "secrets",
+            _found_row(
+                guard,
+                conflicts,
                 "label conflicts: negatives that are another rule's positives",
                 split,
-                counts,
                 note="counted with the other rule's positive label; not in the row above",
-                missed=missed,
             )
         )
     if "dev" in splits:
