@@ -108,8 +108,8 @@ def find_python(minimum: tuple[int, int]) -> str | None:
     roots = [os.environ.get("PYENV_ROOT", ""), str(Path.home() / ".pyenv")]
     if shutil.which("pyenv"):
         with contextlib.suppress(OSError, subprocess.SubprocessError):
-            root = subprocess.run(["pyenv", "root"], capture_output=True, text=True, timeout=30)
-            roots.insert(0, root.stdout.strip())
+            asked = subprocess.run(["pyenv", "root"], capture_output=True, text=True, timeout=30)
+            roots.insert(0, asked.stdout.strip())
     for root in filter(None, roots):
         candidates += sorted(glob.glob(f"{root}/versions/3.*/bin/python3"), key=_version_key)
     for candidate in candidates:

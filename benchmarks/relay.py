@@ -3,7 +3,7 @@ gateways, interleaved in one run.
 
     .venv/bin/python benchmarks/relay.py [--calls 2000] [--rounds 3] [--concurrency 16]
                                          [--throughput-calls 6000] [--baseline-src DIR]
-                                         [--no-peers] [--with-metrics]
+                                         [--no-peers] [--with-metrics] [--split]
 
 Every path wraps the same raw JSON-RPC upstream (benchmarks/raw_upstream.py) and is driven by the
 same raw client (mcpward.testing.rawpeer.RawPeer): initialize, tools/list, 200 warm-up calls,
@@ -22,7 +22,11 @@ Peers (benchmarks/peers.py; each installed once into `.bench-peers/`, skipped wi
 reason when it cannot be): `mcpindex-proxy` (PyPI mcpindex-gate, needs Python >= 3.12; its
 default posture, guard) and `mcp-firewall wrap` (its defaults, global rate limit raised).
 `--no-peers` leaves them out. `--with-metrics` adds the defaults with /metrics served (metrics
-are only counted when served).
+are only counted when served). `--split` adds the default guards without evidence and crash_safe
+evidence without the default guards (tool_filter only), to say where the defaults' CPU goes.
+
+Last line: the throughput of the defaults (and sync) over the bare relay's, per round - issue 12's
+goal ratios (>= 0.5x, sync >= 0.35x).
 """
 
 from __future__ import annotations
@@ -121,6 +125,9 @@ DEFAULTS = ""
 # The same guards with receipts fsynced before each answer (group commit), and answered first.
 SYNC = "evidence: {durability: sync}\n"
 BATCHED = "evidence: {durability: batched}\n"
+# Where the defaults' cost goes (--split): the guards alone, and the receipts alone.
+GUARDS_ONLY = "evidence: {enabled: false}\n"
+EVIDENCE_ONLY = TOOL_FILTER.replace("evidence: {enabled: false}\n", "")
 # The defaults with /metrics served (the stdio listener, on an ephemeral loopback port).
 METRICS = "telemetry: {metrics_listen: '127.0.0.1:0'}\n"
 
@@ -174,6 +181,8 @@ LABELS = {
     "sync": "mcpward: default guards + sync receipts",
     "baseline": "baseline src: its defaults",
     "metrics": "mcpward defaults + /metrics served",
+    "guards": "mcpward: default guards, no evidence",
+    "evidence": "mcpward: tool_filter + crash_safe receipts",
 }
 
 
@@ -226,6 +235,9 @@ async def main() -> None:
     parser.add_argument(
         "--with-metrics", action="store_true", help="add the defaults with /metrics served"
     )
+    parser.add_argument(
+        "--split", action="store_true", help="add default guards alone and receipts alone"
+    )
     args = parser.parse_args()
     started = time.perf_counter()
     env = {**os.environ, "BENCH_TOOLS": "10"}
@@ -248,6 +260,9 @@ async def main() -> None:
         }
         if args.baseline_src:
             argvs["baseline"] = gateway_argv(write_config(Path(tmp), "baseline", DEFAULTS))
+        if args.split:
+            argvs["guards"] = gateway_argv(write_config(Path(tmp), "guards", GUARDS_ONLY))
+            argvs["evidence"] = gateway_argv(write_config(Path(tmp), "evidence", EVIDENCE_ONLY))
         if args.with_metrics:
             argvs["metrics"] = gateway_argv(write_config(Path(tmp), "metrics", METRICS))
         if not args.no_peers:
@@ -343,6 +358,13 @@ async def main() -> None:
     for path, spec in (("mcpindex", peers.MCPINDEX), ("firewall", peers.FIREWALL)):
         if path in paths:
             print(f"note: {peers.GROWTH[spec.name]}")
+    bare = results["relay"].calls_per_s
+    ratios = []
+    for path in ("defaults", "sync", "guards", "evidence"):
+        if path in paths:
+            per_round = zip(results[path].calls_per_s, bare, strict=True)
+            ratios.append(f"{labels[path]} {peers.spread([r / b for r, b in per_round], '.3f')}")
+    print("throughput over the bare relay's, 16 in flight, per round: " + "; ".join(ratios))
     print(
         f"tools/list of 1,000 tools (median): direct {list_direct:.2f} ms, "
         f"mcpward relay {list_gw:.2f} ms, added {list_gw - list_direct:.2f} ms"
