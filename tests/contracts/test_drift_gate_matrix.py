@@ -29,23 +29,35 @@ import itertools
 import json
 import os
 import signal
-import sys
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
-from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
-from mcpward.testing.rawpeer import RawPeer
-from tests.http.gateway_harness import gateway_front, token_entry
-from tests.support.gateway import gateway_argv, write_gateway_config
+from tests.contracts.matrix_harness import (
+    CALL_METHODS,
+    DENIED,
+    HOLD,
+    KINDS,
+    LIST_METHODS,
+    SURFACES,
+    UNAVAILABLE,
+    Conn,
+    Connections,
+    Surface,
+    Upstream,
+    alive,
+    gateway_connections,
+    hypothesis_settings,
+    until,
+    upstreams_for,
+)
 
-FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "drift_server.py"
 PHASES = [
     "tools_list",
     "prompts_list",
@@ -57,44 +69,13 @@ PHASES = [
 POSTURES = ("monitor", "guard", "strict")
 ANNOTATIONS = ("readonly", "write", "none")
 MODES = ("startup", "live")
-KINDS = ("tool", "prompt", "resource")
-LIST_METHODS = {"tool": "tools/list", "prompt": "prompts/list", "resource": "resources/list"}
-CALL_METHODS = {"tool": "tools/call", "prompt": "prompts/get", "resource": "resources/read"}
-HOLD, UNAVAILABLE, DENIED = -32010, -32011, -32013
 PINNED = 0  # the version every example pins first (its baseline steps run before any drift)
-TIMEOUT_S = 30.0
 LIVE_SETTLE_S = 0.2  # after a live upstream announced list_changed: time for the gateway's re-read
 CRASH_WINDOW_S = 2.0  # after killing an upstream, a call may find it down (-32011)
-TOKENS = [f"drift-matrix-token-{i:02d}-0123456789" for i in range(16)]
-HTTP_HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
-LEGACY_VERSION = "2025-11-25"
-MODERN_VERSION = "2026-07-28"
-MODERN_META = {
-    "io.modelcontextprotocol/protocolVersion": MODERN_VERSION,
-    "io.modelcontextprotocol/clientCapabilities": {},
-    "io.modelcontextprotocol/clientInfo": {"name": "drift-matrix", "version": "1"},
-}
 _examples = itertools.count()
 
 
-# ---- the surfaces ------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Surface:
-    front: str  # stdio | http
-    era: str  # handshake | modern
-    upstreams: int
-    max_open: int  # connections open at once (each is a gateway process on stdio)
-
-
-SURFACES = {
-    "stdio": Surface("stdio", "handshake", 1, 2),
-    "http-legacy": Surface("http", "handshake", 1, 3),
-    "http-modern": Surface("http", "modern", 1, 3),
-    "http-legacy-x2": Surface("http", "handshake", 2, 3),
-    "http-modern-x2": Surface("http", "modern", 2, 3),
-}
+# ---- the guard ----------------------------------------------------------------------------------
 
 
 def rug_pull(posture: str, **options: Any) -> dict[str, Any]:
@@ -106,227 +87,6 @@ def rug_pull(posture: str, **options: Any) -> dict[str, Any]:
         "runs_on": PHASES,
         "config": {"posture": posture, **options},
     }
-
-
-def _alive(pid: int) -> bool:
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return False
-    return stat.rsplit(")", 1)[1].split()[0] not in ("Z", "X")
-
-
-def _jsonl(path: Path) -> list[dict[str, Any]]:
-    """The complete lines of a JSON-lines file (a line still being written is not one)."""
-    if not path.exists():
-        return []
-    text = path.read_text(encoding="utf-8")
-    return [json.loads(line) for line in text[: text.rfind("\n") + 1].splitlines() if line]
-
-
-@dataclass
-class Upstream:
-    """One drift_server upstream: its control, call log and process events."""
-
-    id: str
-    directory: Path
-    annotations: str
-    mode: str
-    uri: str
-    prefixed: bool
-    version: int = 0
-
-    @property
-    def control(self) -> Path:
-        return self.directory / f"{self.id}-control.json"
-
-    @property
-    def log(self) -> Path:
-        return self.directory / f"{self.id}-calls.jsonl"
-
-    @property
-    def events(self) -> Path:
-        return self.directory / f"{self.id}-events.jsonl"
-
-    @property
-    def drifted(self) -> bool:
-        return self.version != PINNED
-
-    def spec(self) -> dict[str, Any]:
-        self.write_control()
-        args = [str(FIXTURE), "--control", str(self.control), "--log", str(self.log)]
-        args += ["--events", str(self.events), "--mode", self.mode, "--uri", self.uri]
-        return {
-            "id": self.id,
-            "command": sys.executable,
-            "args": args,
-            "restart": {"initial_backoff_s": 0.1},
-        }
-
-    def write_control(self) -> None:
-        tmp = self.control.with_suffix(".tmp")
-        data = {"version": self.version, "annotations": self.annotations}
-        tmp.write_text(json.dumps(data), encoding="utf-8")
-        tmp.replace(self.control)
-
-    def name(self, kind: str) -> str:
-        base = {"tool": "transfer", "prompt": "greet", "resource": self.uri}[kind]
-        return f"{self.id}__{base}" if self.prefixed and kind != "resource" else base
-
-    def calls(self) -> list[dict[str, Any]]:
-        return _jsonl(self.log)
-
-    def started(self) -> list[int]:
-        return [e["pid"] for e in _jsonl(self.events) if e["event"] == "start"]
-
-    def switched(self, version: int) -> set[int]:
-        return {
-            e["pid"] for e in _jsonl(self.events) if e["event"] == "switch" and e["to"] == version
-        }
-
-    def live_pids(self) -> list[int]:
-        return [pid for pid in self.started() if _alive(pid)]
-
-
-# ---- connections -------------------------------------------------------------------------------
-
-
-class Conn:
-    """One client connection to the gateway: a stdio gateway process, an HTTP session, or (for
-    2026-07-28) one client token's stream of stateless requests."""
-
-    label = "?"
-    listed: set[str]
-
-    async def request(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
-        raise NotImplementedError
-
-    async def close(self) -> None:
-        return None
-
-    def drain_list_changed(self) -> int:
-        return 0
-
-
-class StdioConn(Conn):
-    def __init__(self, peer: RawPeer, label: str) -> None:
-        self.peer = peer
-        self.label = label
-        self.listed = set()
-        self.list_changed = 0
-
-    @classmethod
-    async def open(cls, config: Path, label: str, initialized: bool) -> StdioConn:
-        peer = await RawPeer.spawn(gateway_argv(config), env=dict(os.environ))
-        conn = cls(peer, label)
-        params = {
-            "protocolVersion": LEGACY_VERSION,
-            "capabilities": {},
-            "clientInfo": {"name": "drift-matrix", "version": "1"},
-        }
-        reply = await asyncio.wait_for(peer.request("initialize", params), TIMEOUT_S)
-        assert "result" in reply, reply
-        if initialized:
-            await peer.notify("notifications/initialized")
-        return conn
-
-    async def request(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
-        return await asyncio.wait_for(self.peer.request(method, params), TIMEOUT_S)
-
-    def drain_list_changed(self) -> int:
-        while not self.peer.unsolicited.empty():
-            message = self.peer.unsolicited.get_nowait()
-            if message.get("method") == "notifications/tools/list_changed":
-                self.list_changed += 1
-        return self.list_changed
-
-    async def close(self) -> None:
-        await self.peer.close()
-
-
-def _messages(text: str) -> list[dict[str, Any]]:
-    """The JSON-RPC messages of an HTTP answer: one JSON body or an SSE stream."""
-    if text.lstrip().startswith("{"):
-        return [json.loads(text)]
-    return [
-        json.loads(line[5:])
-        for line in text.splitlines()
-        if line.startswith("data:") and line[5:].strip()
-    ]
-
-
-class HttpConn(Conn):
-    def __init__(self, http: httpx.AsyncClient, url: str, token: str, modern: bool, label: str):
-        self.http = http
-        self.url = url
-        self.token = token
-        self.modern = modern
-        self.label = label
-        self.listed = set()
-        self.session_id: str | None = None
-        self.ids = itertools.count(1)
-
-    def headers(self) -> dict[str, str]:
-        headers = {**HTTP_HEADERS, "Authorization": f"Bearer {self.token}"}
-        if self.modern:
-            headers["MCP-Protocol-Version"] = MODERN_VERSION
-        elif self.session_id is not None:
-            headers["MCP-Protocol-Version"] = LEGACY_VERSION
-            headers["Mcp-Session-Id"] = self.session_id
-        return headers
-
-    @classmethod
-    async def open(
-        cls,
-        http: httpx.AsyncClient,
-        url: str,
-        token: str,
-        modern: bool,
-        label: str,
-        initialized: bool,
-    ) -> HttpConn:
-        conn = cls(http, url, token, modern, label)
-        if modern:
-            return conn  # stateless: the first request opens the pooled relay session
-        body = {
-            "jsonrpc": "2.0",
-            "id": 0,
-            "method": "initialize",
-            "params": {
-                "protocolVersion": LEGACY_VERSION,
-                "capabilities": {},
-                "clientInfo": {"name": "drift-matrix", "version": "1"},
-            },
-        }
-        response = await http.post(url, headers=conn.headers(), json=body)
-        assert response.status_code == 200, response.text
-        conn.session_id = response.headers["mcp-session-id"]
-        if initialized:
-            note = {"jsonrpc": "2.0", "method": "notifications/initialized"}
-            response = await http.post(url, headers=conn.headers(), json=note)
-            assert response.status_code == 202, response.text
-        return conn
-
-    async def request(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
-        request_id = next(self.ids)
-        headers = self.headers()
-        if self.modern:
-            params = {**params, "_meta": MODERN_META}
-            headers["Mcp-Method"] = method
-            name = params.get("uri") if method == "resources/read" else params.get("name")
-            if isinstance(name, str):
-                headers["Mcp-Name"] = name
-        body = {"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}
-        response = await self.http.post(self.url, headers=headers, json=body)
-        for message in _messages(response.text):
-            if message.get("id") == request_id and "method" not in message:
-                return message
-        raise AssertionError(f"{method}: no answer (HTTP {response.status_code}) {response.text}")
-
-    async def close(self) -> None:
-        if self.session_id is not None:
-            response = await self.http.delete(self.url, headers=self.headers())
-            assert response.status_code in (200, 404), response.text
 
 
 # ---- one example -------------------------------------------------------------------------------
@@ -375,37 +135,11 @@ class World:
     posture: str
     mode: str
     upstreams: list[Upstream]
-    opener: Callable[[str, bool], Awaitable[Conn]]
-    conns: list[Conn] = field(default_factory=list)
+    pool: Connections
     outcomes: list[Outcome] = field(default_factory=list)
     trace: list[str] = field(default_factory=list)
-    opened: int = 0
     step: int = 0
     crashed_at: dict[str, float] = field(default_factory=dict)
-
-    # -- connections --------------------------------------------------------------------------
-
-    async def open(self, initialized: bool = True) -> Conn:
-        while len(self.conns) >= self.surface.max_open:
-            await self.close(self.conns[0])
-        label = f"c{self.opened}"
-        self.opened += 1
-        conn = await self.opener(label, initialized)
-        self.conns.append(conn)
-        return conn
-
-    async def close(self, conn: Conn) -> None:
-        self.conns.remove(conn)
-        await conn.close()
-
-    async def pick(self, index: int) -> Conn:
-        if not self.conns:
-            return await self.open()
-        return self.conns[index % len(self.conns)]
-
-    async def close_all(self) -> None:
-        conns, self.conns = self.conns, []
-        await asyncio.gather(*(conn.close() for conn in conns), return_exceptions=True)
 
     # -- calls ----------------------------------------------------------------------------------
 
@@ -460,20 +194,20 @@ class World:
     # -- the upstream side --------------------------------------------------------------------
 
     async def drift(self, up: Upstream) -> None:
-        seen = {id(c): c.drain_list_changed() for c in self.conns}
+        seen = {id(c): c.drain_list_changed() for c in self.pool.conns}
         up.version += 1
         up.write_control()
         if self.mode != "live":
             return  # startup mode: only processes started from now on serve the new contract
         pids = up.live_pids()
-        await _until(
-            lambda: all(p in up.switched(up.version) or not _alive(p) for p in pids),
+        await until(
+            lambda: all(p in up.switched(up.version) or not alive(p) for p in pids),
             f"live upstream {up.id} never switched to v{up.version}",
         )
         if self.surface.front == "stdio":
             try:
-                await _until(
-                    lambda: all(c.drain_list_changed() > seen[id(c)] for c in self.conns),
+                await until(
+                    lambda: all(c.drain_list_changed() > seen[id(c)] for c in self.pool.conns),
                     "list_changed not forwarded",
                     timeout=3.0,
                 )
@@ -494,7 +228,7 @@ class World:
         if not wait:
             await asyncio.sleep(0.05)  # < the restart backoff (0.1 s): the upstream is down
             return
-        await _until(
+        await until(
             lambda: len(up.started()) >= before + len(victims),
             f"the gateway did not restart upstream {up.id} ({len(victims)} killed)",
         )
@@ -560,16 +294,16 @@ class World:
     async def apply(self, op: Op) -> None:
         up = self.upstreams[op.upstream % len(self.upstreams)]
         if op.name == "open":
-            await self.open(op.initialized)
+            await self.pool.open(op.initialized)
         elif op.name == "close":
-            if self.conns:
-                await self.close(self.conns[op.conn % len(self.conns)])
+            if self.pool.conns:
+                await self.pool.close(self.pool.conns[op.conn % len(self.pool.conns)])
         elif op.name == "list":
-            await self.list_items(await self.pick(op.conn), op.kind)
+            await self.list_items(await self.pool.pick(op.conn), op.kind)
         elif op.name == "call":
-            await self.call(await self.pick(op.conn), op.kind, up)
+            await self.call(await self.pool.pick(op.conn), op.kind, up)
         elif op.name == "burst":
-            conn = await self.open(op.initialized)
+            conn = await self.pool.open(op.initialized)
             await asyncio.gather(
                 *(self.call(conn, kind, u) for u in self.upstreams for kind in KINDS for _ in "xy")
             )
@@ -579,14 +313,6 @@ class World:
             await self.restart(up, wait=op.name == "restart")
         else:
             raise AssertionError(f"unknown op {op}")
-
-
-async def _until(predicate: Callable[[], bool], message: str, timeout: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError(message)
-        await asyncio.sleep(0.02)
 
 
 @contextlib.asynccontextmanager
@@ -600,50 +326,10 @@ async def world(
 ) -> AsyncIterator[World]:
     """A gateway on `surface` in front of fresh drift_server upstreams and a fresh state_dir."""
     directory.mkdir(parents=True)
-    prefixed = surface.upstreams > 1
-    upstreams = [
-        Upstream(
-            uid,
-            directory,
-            annotations,
-            mode,
-            f"res://{uid}/ledger" if prefixed else "res://ledger",
-            prefixed,
-        )
-        for uid in ("fx", "fy")[: surface.upstreams]
-    ]
-    specs = [u.spec() for u in upstreams]
+    upstreams = upstreams_for(directory, surface, annotations, mode)
     guards = [rug_pull(posture, **options)]
-    if surface.front == "stdio":
-        config = write_gateway_config(directory, specs, guards=guards)
-
-        async def open_stdio(label: str, initialized: bool) -> Conn:
-            return await StdioConn.open(config, label, initialized)
-
-        w = World(surface, posture, mode, upstreams, open_stdio)
-        try:
-            yield w
-        finally:
-            await w.close_all()
-        return
-    front = {"tokens": [token_entry(t, f"client{i}") for i, t in enumerate(TOKENS)]}
-    tokens = iter(TOKENS)
-    async with (
-        gateway_front(specs, directory / "state", front, guards=guards) as (_gateway, url),
-        httpx.AsyncClient(timeout=TIMEOUT_S) as http,
-    ):
-        modern = surface.era == "modern"
-
-        async def open_http(label: str, initialized: bool) -> Conn:
-            # legacy: one token, a new Mcp-Session-Id per connection; modern: a new token
-            token = next(tokens) if modern else TOKENS[0]
-            return await HttpConn.open(http, url, token, modern, label, initialized)
-
-        w = World(surface, posture, mode, upstreams, open_http)
-        try:
-            yield w
-        finally:
-            await w.close_all()
+    async with gateway_connections(directory, surface, upstreams, guards) as pool:
+        yield World(surface, posture, mode, upstreams, pool)
 
 
 # ---- programs ----------------------------------------------------------------------------------
@@ -683,22 +369,6 @@ def programs(draw: st.DrawFn) -> list[Op]:
     return [Op("open"), *draw(BASELINE), *body]
 
 
-def _hypothesis_settings(max_examples: int) -> settings:
-    phases = [Phase.explicit, Phase.reuse, Phase.generate]
-    if os.environ.get("MCPWARD_DRIFT_SHRINK"):
-        phases.append(Phase.shrink)
-    return settings(
-        max_examples=int(os.environ.get("MCPWARD_DRIFT_EXAMPLES", max_examples)),
-        deadline=None,
-        phases=phases,
-        suppress_health_check=[
-            HealthCheck.function_scoped_fixture,
-            HealthCheck.too_slow,
-            HealthCheck.data_too_large,
-        ],
-    )
-
-
 def _run(
     tmp_path: Path,
     surface: str,
@@ -719,7 +389,7 @@ def _run(
 
 @pytest.mark.parametrize("posture", POSTURES)
 @pytest.mark.parametrize("annotations", ANNOTATIONS)
-@_hypothesis_settings(max_examples=3)
+@hypothesis_settings(max_examples=3, env_prefix="MCPWARD_DRIFT")
 @given(
     surface=st.sampled_from(list(SURFACES)),
     mode=st.sampled_from(MODES),
@@ -827,7 +497,7 @@ async def _burst_after_pin(w: World, drifted: bool) -> list[Outcome]:
     """Connection 1 pins; maybe every contract drifts; a fresh connection then sends two of each
     call to every upstream at once, before it lists anything."""
     w.trace.append("  1. open; pin with one tool call per upstream")
-    first = await w.open()
+    first = await w.pool.open()
     for up in w.upstreams:
         await w.call(first, "tool", up)
     if drifted:
@@ -836,7 +506,7 @@ async def _burst_after_pin(w: World, drifted: bool) -> list[Outcome]:
             await w.drift(up)
     w.step = 3
     w.trace.append("  3. open; burst of first calls")
-    fresh = await w.open()
+    fresh = await w.pool.open()
     outcomes = await asyncio.gather(
         *(w.call(fresh, kind, up) for up in w.upstreams for kind in KINDS for _ in "xy")
     )
