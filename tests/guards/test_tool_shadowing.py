@@ -254,3 +254,41 @@ def test_with_one_upstream_calls_are_not_judged_at_all(tmp_path: Any) -> None:
         pipeline.reindex()
         assert pipeline.has(Phase.TOOL_INVOKE) is judged
         assert pipeline.has(Phase.TOOLS_LIST)
+
+
+def test_a_call_waits_for_the_first_read_of_an_upstream_still_being_read(tmp_path: Any) -> None:
+    """A session reads each upstream once it has opened them, in the background; a call that
+    comes first (a fresh gateway's first request) waits for the other upstreams' first read
+    instead of being judged without their lists (it was let through: a shadowing tool reached
+    its upstream). An upstream whose read does not finish within half the guard's timeout is
+    judged as unlisted, as a list that could not read it would be: the call is not failed."""
+    from mcpward.pipeline.services import GatewayServices
+    from mcpward.relay.catalog import Catalog
+
+    async def go(read_takes_s: float) -> tuple[Any, Any]:
+        catalog = Catalog(ORDER)
+
+        async def fetch_files() -> UpstreamSnapshot:
+            await asyncio.sleep(read_takes_s)
+            snap = UpstreamSnapshot("files", tools=CATALOG["files"])
+            await catalog.publish(snap)
+            return snap
+
+        catalog.set_fetcher("files", fetch_files)
+        guard = make_guard("tool_shadowing", ["tools_list"])
+        await guard.attach(GatewayServices(state_dir=tmp_path, catalog=catalog))
+        ctx = GuardContext(
+            server_name="evil",
+            method="tools/call",
+            catalog=catalog.tools_view,
+            upstream_order=ORDER,
+            contracts=_Contracts(UpstreamSnapshot("evil", tools=CATALOG["evil"])),
+        )
+        subject = Subject(Phase.TOOL_INVOKE, "Read-File", {})
+        return guard.decide_now(subject, ctx), await guard.on_tool_invoke(subject, ctx)
+
+    now, decision = asyncio.run(go(0.05))
+    assert now is None  # "files" unread: not decided at once
+    assert isinstance(decision, Deny) and decision.code == "shadowing_item"
+    now, decision = asyncio.run(go(5.0))  # > half the default timeout (1 s)
+    assert now is None and isinstance(decision, Allow)

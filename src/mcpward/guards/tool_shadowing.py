@@ -6,6 +6,8 @@ list alone would not stop a client that knows the name.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -304,7 +306,9 @@ class ToolShadowingGuard(Guard):
 
     kind = "tool_shadowing"
     hides_listed_items = True
-    awaits_io = False
+    # A call may wait for the first read of another upstream (`on_tool_invoke`); every other
+    # verdict is given at once (`decide_now`).
+    awaits_io = True
     reads_contracts = True  # a call is judged against what its connection lists right now
     Options = ToolShadowingOptions
 
@@ -328,7 +332,48 @@ class ToolShadowingGuard(Guard):
                         catalog[uid] = snap.tools
         return catalog
 
+    def decide_now(self, subject: Subject, ctx: GuardContext) -> Decision | None:
+        """The verdict on a list, or on a call unless another upstream is still unread."""
+        if subject.phase is Phase.TOOLS_LIST:
+            return self._judge_list(subject, ctx)
+        if subject.phase is Phase.TOOL_INVOKE and not self._unread(ctx):
+            return self._judge_call(subject, ctx)
+        return None
+
+    def _unread(self, ctx: GuardContext) -> list[str]:
+        """The other upstreams whose tools the gateway has never read, when this call is judged
+        at all (a session reads every upstream once it has opened them, in the background: a
+        call may come first)."""
+        if (
+            self.options.action != "drop"
+            or ctx.contracts is None
+            or len(ctx.upstream_order) < 2
+            or self._catalog is None
+        ):
+            return []
+        return [
+            uid
+            for uid in ctx.upstream_order
+            if uid != ctx.server_name
+            and uid not in ctx.catalog
+            and self._catalog.snapshot(uid) is None
+        ]
+
+    async def _read_unread(self, unread: Sequence[str]) -> None:
+        """Wait for the first read of those upstreams (joining a read under way), for at most
+        half this guard's timeout: one still unread then is judged as a list that could not
+        read it would (it lists nothing to shadow), not failed closed on."""
+        catalog = self._catalog
+        if catalog is None or not unread:
+            return
+        reads = asyncio.gather(*(catalog.refresh(uid) for uid in unread), return_exceptions=True)
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(reads, self.spec.timeout_ms / 2000.0)
+
     async def on_tools_list(self, subject: Subject, ctx: GuardContext) -> Decision:
+        return self._judge_list(subject, ctx)
+
+    def _judge_list(self, subject: Subject, ctx: GuardContext) -> Decision:
         tools = subject.payload if isinstance(subject.payload, list) else []
         catalog = self._full_catalog(ctx)
         order = list(ctx.upstream_order) or sorted(catalog)
@@ -355,6 +400,10 @@ class ToolShadowingGuard(Guard):
         return Modify(ReplaceTools([t for t in tools if t.get("name") not in dropped]), evidence)
 
     async def on_tool_invoke(self, subject: Subject, ctx: GuardContext) -> Decision:
+        await self._read_unread(self._unread(ctx))
+        return self._judge_call(subject, ctx)
+
+    def _judge_call(self, subject: Subject, ctx: GuardContext) -> Decision:
         """Deny a call to a tool this guard drops from its connection's current list, judged
         against the other upstreams' lists as they are now (kept with this read of the list
         until one of theirs is replaced)."""
