@@ -37,6 +37,29 @@ CALL_METHODS = {"tool": "tools/call", "prompt": "prompts/get", "resource": "reso
 HOLD, UNAVAILABLE, DENIED = -32010, -32011, -32013
 TIMEOUT_S = 30.0
 TOKENS = [f"drift-matrix-token-{i:02d}-0123456789" for i in range(16)]
+
+
+def call_params(kind: str, name: str, memo: str) -> dict[str, Any]:
+    """The params of a call to item `name` of `kind` on the drift_server fixture."""
+    if kind == "tool":
+        return {"name": name, "arguments": {"amount": 5, "memo": memo}}
+    if kind == "prompt":
+        return {"name": name, "arguments": {"who": memo}}
+    return {"uri": name}
+
+
+def served_json(kind: str, result: dict[str, Any]) -> dict[str, Any]:
+    """What the drift_server fixture says it served, from the result of a call of `kind`."""
+    if kind == "tool":
+        text = result["content"][0]["text"]
+    elif kind == "prompt":
+        text = result["messages"][0]["content"]["text"]
+    else:
+        text = result["contents"][0]["text"]
+    served: dict[str, Any] = json.loads(text)
+    return served
+
+
 HTTP_HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
 LEGACY_VERSION = "2025-11-25"
 MODERN_VERSION = "2026-07-28"

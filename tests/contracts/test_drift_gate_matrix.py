@@ -26,7 +26,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import itertools
-import json
 import os
 import signal
 import time
@@ -52,8 +51,10 @@ from tests.contracts.matrix_harness import (
     Surface,
     Upstream,
     alive,
+    call_params,
     gateway_connections,
     hypothesis_settings,
+    served_json,
     until,
     upstreams_for,
 )
@@ -145,15 +146,7 @@ class World:
 
     async def call(self, conn: Conn, kind: str, up: Upstream) -> Outcome:
         memo = f"s{self.step}-{conn.label}-{kind}-{time.monotonic_ns()}"
-        if kind == "tool":
-            params: dict[str, Any] = {
-                "name": up.name(kind),
-                "arguments": {"amount": 5, "memo": memo},
-            }
-        elif kind == "prompt":
-            params = {"name": up.name(kind), "arguments": {"who": memo}}
-        else:
-            params = {"uri": up.name(kind)}
+        params = call_params(kind, up.name(kind), memo)
         crashed = time.monotonic() - self.crashed_at.get(up.id, -1e9) < CRASH_WINDOW_S
         outcome = Outcome(
             step=self.step,
@@ -169,14 +162,7 @@ class World:
             outcome.error = reply["error"]
             outcome.code = reply["error"].get("code")
         else:
-            result = reply["result"]
-            if kind == "tool":
-                text = result["content"][0]["text"]
-            elif kind == "prompt":
-                text = result["messages"][0]["content"]["text"]
-            else:
-                text = result["contents"][0]["text"]
-            outcome.served = json.loads(text)["version_served"]
+            outcome.served = served_json(kind, reply["result"])["version_served"]
         self.outcomes.append(outcome)
         shown = outcome.served if outcome.code is None else f"error {outcome.code}"
         self.trace.append(f"    {conn.label} {kind} -> {up.id}: {shown}")

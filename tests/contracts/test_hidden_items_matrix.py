@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-import json
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -59,8 +58,10 @@ from tests.contracts.matrix_harness import (
     Connections,
     Surface,
     Upstream,
+    call_params,
     gateway_connections,
     hypothesis_settings,
+    served_json,
     upstreams_for,
 )
 from tests.fixtures.drift_server import (
@@ -195,26 +196,14 @@ class World:
         up = self.upstreams[index]
         kind = ITEMS[key]
         name = client_name(up, key)
-        if kind == "tool":
-            params: dict[str, Any] = {"name": name, "arguments": {"amount": 5, "memo": "m"}}
-        elif kind == "prompt":
-            params = {"name": name, "arguments": {"who": "w"}}
-        else:
-            params = {"uri": name}
+        params = call_params(kind, name, "m")
         hidden = hidden_by(key, index)
         outcome = Outcome(self.step, conn.label, up, key, hidden, kind in conn.listed)
         reply = await conn.request(CALL_METHODS[kind], params)
         if "error" in reply:
             outcome.error = reply["error"]
         else:
-            result = reply["result"]
-            if kind == "tool":
-                text = result["content"][0]["text"]
-            elif kind == "prompt":
-                text = result["messages"][0]["content"]["text"]
-            else:
-                text = result["contents"][0]["text"]
-            outcome.served = json.loads(text)["name"]
+            outcome.served = served_json(kind, reply["result"])["name"]
         self.outcomes.append(outcome)
         shown = "ok" if outcome.error is None else f"error {outcome.error.get('code')}"
         self.trace.append(f"    {conn.label} {name}: {shown}")
