@@ -20,7 +20,7 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import httpx
 from hypothesis import HealthCheck, Phase, settings
@@ -363,6 +363,18 @@ class Connections:
     conns: list[Conn] = field(default_factory=list)
     opened: int = 0
 
+    async def apply(self, op: Any) -> bool:
+        """Carry out a step that opens or closes a connection (`op.name` "open" or "close",
+        `op.conn` picks one to close modulo how many are open); False for any other step."""
+        if op.name == "open":
+            await self.open(op.initialized)
+        elif op.name == "close":
+            if self.conns:
+                await self.close(self.conns[op.conn % len(self.conns)])
+        else:
+            return False
+        return True
+
     async def open(self, initialized: bool = True) -> Conn:
         while len(self.conns) >= self.surface.max_open:
             await self.close(self.conns[0])
@@ -430,6 +442,26 @@ async def gateway_connections(
 
 
 # ---- hypothesis ----------------------------------------------------------------------------------
+
+
+class World(Protocol):
+    """An example's state, as `run_program` drives it."""
+
+    step: int
+    trace: list[str]
+
+    async def apply(self, op: Any) -> None: ...
+
+    def check(self) -> None: ...
+
+
+async def run_program(world: World, program: Sequence[Any]) -> None:
+    """Each step in turn, traced, with the world's invariants checked after every one."""
+    for op in program:
+        world.step += 1
+        world.trace.append(f"  {world.step}. {op!r}")
+        await world.apply(op)
+        world.check()
 
 
 def hypothesis_settings(max_examples: int, env_prefix: str) -> settings:

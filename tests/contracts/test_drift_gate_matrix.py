@@ -54,6 +54,7 @@ from tests.contracts.matrix_harness import (
     call_params,
     gateway_connections,
     hypothesis_settings,
+    run_program,
     served_json,
     until,
     upstreams_for,
@@ -271,20 +272,13 @@ class World:
     # -- running a program ------------------------------------------------------------------
 
     async def run(self, program: list[Op]) -> None:
-        for op in program:
-            self.step += 1
-            self.trace.append(f"  {self.step}. {op!r}")
-            await self.apply(op)
-            self.check()
+        await run_program(self, program)
 
     async def apply(self, op: Op) -> None:
         up = self.upstreams[op.upstream % len(self.upstreams)]
-        if op.name == "open":
-            await self.pool.open(op.initialized)
-        elif op.name == "close":
-            if self.pool.conns:
-                await self.pool.close(self.pool.conns[op.conn % len(self.pool.conns)])
-        elif op.name == "list":
+        if await self.pool.apply(op):
+            return
+        if op.name == "list":
             await self.list_items(await self.pool.pick(op.conn), op.kind)
         elif op.name == "call":
             await self.call(await self.pool.pick(op.conn), op.kind, up)

@@ -61,6 +61,7 @@ from tests.contracts.matrix_harness import (
     call_params,
     gateway_connections,
     hypothesis_settings,
+    run_program,
     served_json,
     upstreams_for,
 )
@@ -253,19 +254,12 @@ class World:
             )
 
     async def run(self, program: list[Op]) -> None:
-        for op in program:
-            self.step += 1
-            self.trace.append(f"  {self.step}. {op!r}")
-            await self.apply(op)
-            self.check()
+        await run_program(self, program)
 
     async def apply(self, op: Op) -> None:
-        if op.name == "open":
-            await self.pool.open(op.initialized)
-        elif op.name == "close":
-            if self.pool.conns:
-                await self.pool.close(self.pool.conns[op.conn % len(self.pool.conns)])
-        elif op.name == "list":
+        if await self.pool.apply(op):
+            return
+        if op.name == "list":
             await self.list_items(await self.pool.pick(op.conn), op.kind)
         elif op.name == "call":
             index = op.upstream % len(self.upstreams)
