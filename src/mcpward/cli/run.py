@@ -179,6 +179,7 @@ def register(app: typer.Typer) -> None:
             listen_address,
             metrics_token,
         )
+        from mcpward.transport.stdio_front import StdioFrontFailed
 
         if (config is None) == (not command):
             raise _fail("give either --config FILE or `-- COMMAND [ARGS…]` (not both)")
@@ -228,6 +229,10 @@ def register(app: typer.Typer) -> None:
             uvloop.run(run_gateway(loaded))
         except (GatewayStartError, HttpFrontRefused, MetricsListenerRefused) as exc:
             raise _fail(str(exc)) from None
+        except StdioFrontFailed as exc:
+            # Logged where it happened; the exit status says it was not a clean end of input.
+            typer.echo(f"mcpward run: stopped on an error: {exc}", err=True)
+            raise typer.Exit(1) from None
         except KeyboardInterrupt:
             pass
         sys.exit(0)

@@ -1,6 +1,8 @@
 """JSON-RPC 2.0 frames: parse once into a plain dict, classify, and serialise.
 
-orjson on the hot path; the standard library only for integers beyond 64 bits.
+orjson decides what is valid JSON (strict UTF-8, no lone surrogates, no NaN or Infinity); the
+standard library re-reads only a frame with integers beyond 64 bits, to keep them exact. Nesting
+is capped at MAX_DEPTH on the way in, so every parsed value can be serialised on the way out.
 """
 
 from __future__ import annotations
@@ -13,9 +15,16 @@ from typing import Any
 
 import orjson
 
+from mcpward.protocol import shapes
+
 JSONValue = Any
 Message = dict[str, Any]
 RequestId = str | int
+
+# Deepest nesting a frame may have (the top-level object is level 1). MCP messages need a few
+# levels plus a tool's schema or arguments; orjson itself reads up to 1024 levels but writes only
+# up to 254, so a deeper value would parse and then fail on its way out. docs/errors.md.
+MAX_DEPTH = 128
 
 
 class FrameKind(Enum):
@@ -26,37 +35,101 @@ class FrameKind(Enum):
 
 
 class FrameError(Exception):
-    """A frame that is not valid JSON (-32700) or not a valid JSON-RPC message (-32600)."""
+    """A frame that is not valid JSON (-32700) or not a valid JSON-RPC message (-32600, or -32602
+    for a request whose params have the wrong MCP shape).
 
-    def __init__(self, code: int, message: str, request_id: RequestId | None = None) -> None:
+    `notification` is True when the bad frame is a notification: it is dropped, never answered.
+    """
+
+    def __init__(
+        self,
+        code: int,
+        message: str,
+        request_id: RequestId | None = None,
+        *,
+        notification: bool = False,
+    ) -> None:
         super().__init__(message)
         self.code = code
         self.message = message
         self.request_id = request_id
+        self.notification = notification
+
+
+class TooDeep(ValueError):
+    """A JSON value nested deeper than MAX_DEPTH."""
+
+
+class NotSerialisable(ValueError):
+    """A value `dumps` cannot write as strict JSON (a lone surrogate, a non-JSON type, a cycle,
+    nesting beyond what the serialiser takes). The only error `dumps` raises."""
 
 
 def _reject_constant(name: str) -> Any:
     raise ValueError(f"non-standard JSON constant {name}")
 
 
-_LONG_DIGITS = re.compile(rb"\d{20}")
+# An integer orjson would turn into a float: beyond u64 (20 digits) or below i64 (19 digits).
+_LONG_DIGITS = re.compile(rb"\d{19}")
+
+
+def too_deep(value: JSONValue, limit: int = MAX_DEPTH) -> bool:
+    """True if `value` nests containers deeper than `limit` levels (checked level by level)."""
+    level = [value] if isinstance(value, (dict, list)) else []
+    depth = 0
+    while level:
+        depth += 1
+        if depth > limit:
+            return True
+        deeper: list[Any] = []
+        for item in level:
+            children = item.values() if isinstance(item, dict) else item
+            deeper.extend(c for c in children if isinstance(c, (dict, list)))
+        level = deeper
+    return False
+
+
+def _nests_too_deep(raw: bytes, value: JSONValue) -> bool:
+    # Fewer brackets than levels allowed cannot nest too deep: most frames skip the walk.
+    if raw.count(b"{") + raw.count(b"[") <= MAX_DEPTH:
+        return False
+    return too_deep(value)
+
+
+def _parse(raw: bytes) -> JSONValue:
+    # orjson is the one judge of validity, so both paths refuse the same frames.
+    value = orjson.loads(raw)
+    if _LONG_DIGITS.search(raw) is not None and not _nests_too_deep(raw, value):
+        # orjson turns integers beyond 64 bits into floats; the standard library keeps them
+        # exactly. The text is valid strict UTF-8 JSON here (orjson said so).
+        value = json.loads(raw.decode("utf-8"), parse_constant=_reject_constant)
+    return value
 
 
 def loads(data: bytes | str) -> JSONValue:
-    """Parse JSON text; raises ValueError on anything that is not strict JSON."""
-    raw = data.encode() if isinstance(data, str) else data
-    if _LONG_DIGITS.search(raw) is None:
-        return orjson.loads(raw)
-    # orjson turns integers beyond 64 bits into floats; the standard library keeps them exactly.
-    return json.loads(raw, parse_constant=_reject_constant)
+    """Parse JSON text; raises ValueError (TooDeep beyond MAX_DEPTH) on anything that is not
+    strict JSON: invalid UTF-8, lone surrogates, NaN/Infinity, a BOM, trailing data."""
+    raw = data.encode("utf-8", "surrogatepass") if isinstance(data, str) else data
+    try:
+        value = _parse(raw)
+    except RecursionError:
+        raise ValueError("nesting too deep to parse") from None
+    if _nests_too_deep(raw, value):
+        raise TooDeep(f"nesting deeper than {MAX_DEPTH} levels")
+    return value
 
 
 def dumps(value: JSONValue) -> bytes:
-    """Serialise compactly, keeping key order."""
+    """Serialise compactly, keeping key order; raises NotSerialisable and nothing else."""
     try:
         return orjson.dumps(value)
-    except TypeError:
-        return json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode()
+    except TypeError:  # orjson.JSONEncodeError: e.g. an integer beyond 64 bits
+        pass
+    try:
+        text = json.dumps(value, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+        return text.encode("utf-8")  # strict: a lone surrogate raises here
+    except (TypeError, ValueError, RecursionError) as exc:  # UnicodeEncodeError is a ValueError
+        raise NotSerialisable(f"not serialisable as JSON: {type(exc).__name__}") from None
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,11 +154,15 @@ class Frame:
 
 
 def _valid_id(value: object) -> bool:
-    return isinstance(value, (str, int)) and not isinstance(value, bool)
+    return shapes.is_id(value)
 
 
 def classify(message: object) -> Frame:
-    """Check the JSON-RPC envelope of an already parsed value and say what it is."""
+    """Check the JSON-RPC envelope and the MCP shapes the gateway relies on, and say what it is.
+
+    A bad request raises FrameError with its id (-32600 for the envelope, -32602 for params of
+    the wrong shape); a bad notification raises FrameError with `notification=True` (drop it).
+    """
     if not isinstance(message, dict):
         if isinstance(message, list):
             raise FrameError(-32600, "JSON-RPC batches are not supported by MCP")
@@ -95,22 +172,13 @@ def classify(message: object) -> Frame:
     if message.get("jsonrpc") != "2.0":
         raise FrameError(-32600, 'the "jsonrpc" member must be exactly "2.0"', echo_id)
     if "method" in message:
-        method = message["method"]
-        if not isinstance(method, str) or not method:
-            raise FrameError(-32600, 'the "method" member must be a non-empty string', echo_id)
-        params = message.get("params")
-        if params is not None and not isinstance(params, dict):
-            raise FrameError(-32600, 'MCP "params" must be a JSON object', echo_id)
-        if "id" not in message:
-            return Frame(FrameKind.NOTIFICATION, message)
-        if not _valid_id(raw_id):
-            raise FrameError(-32600, 'a request "id" must be a string or an integer')
-        return Frame(FrameKind.REQUEST, message)
+        return _classify_call(message, raw_id, echo_id)
     if "result" in message and "error" not in message:
         if not _valid_id(raw_id):
             raise FrameError(-32600, 'a response "id" must be a string or an integer')
-        if not isinstance(message["result"], dict):
-            raise FrameError(-32600, 'an MCP "result" must be a JSON object', echo_id)
+        problem = shapes.result_problem(message["result"])
+        if problem is not None:
+            raise FrameError(-32600, problem, echo_id)
         return Frame(FrameKind.RESPONSE, message)
     if "error" in message and "result" not in message:
         error = message["error"]
@@ -122,12 +190,53 @@ def classify(message: object) -> Frame:
     raise FrameError(-32600, "not a request, notification, response or error", echo_id)
 
 
+def _classify_call(message: Message, raw_id: object, echo_id: RequestId | None) -> Frame:
+    """A request or a notification (the message has a "method" member)."""
+    is_notification = "id" not in message
+    method = message["method"]
+    if not isinstance(method, str) or not method:
+        raise FrameError(
+            -32600,
+            'the "method" member must be a non-empty string',
+            echo_id,
+            notification=is_notification,
+        )
+    params = message.get("params")
+    if params is not None and not isinstance(params, dict):
+        raise FrameError(
+            -32600, 'MCP "params" must be a JSON object', echo_id, notification=is_notification
+        )
+    if is_notification:
+        problem = shapes.notification_problem(method, params)
+        if problem is not None:
+            raise FrameError(-32600, problem, notification=True)
+        return Frame(FrameKind.NOTIFICATION, message)
+    if not _valid_id(raw_id):
+        raise FrameError(-32600, 'a request "id" must be a string or an integer')
+    problem = shapes.request_problem(method, params)
+    if problem is not None:
+        raise FrameError(-32602, problem, echo_id)
+    return Frame(FrameKind.REQUEST, message)
+
+
 def parse_frame(data: bytes | str) -> Frame:
     """Parse and classify one frame; FrameError carries the JSON-RPC error to answer with."""
+    raw = data.encode("utf-8", "surrogatepass") if isinstance(data, str) else data
     try:
-        value = loads(data)
+        value = _parse(raw)
     except (ValueError, RecursionError) as exc:
         raise FrameError(-32700, f"parse error: {_short(exc)}") from None
+    if _nests_too_deep(raw, value):
+        # Valid JSON, but deeper than the gateway takes: refused like any invalid request.
+        top = value if isinstance(value, dict) else {}
+        request_id = top.get("id") if _valid_id(top.get("id")) else None
+        is_notification = "id" not in top and isinstance(top.get("method"), str)
+        raise FrameError(
+            -32600,
+            f"nesting deeper than {MAX_DEPTH} levels",
+            request_id if "method" in top else None,
+            notification=is_notification,
+        )
     return classify(value)
 
 

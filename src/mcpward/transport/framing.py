@@ -6,32 +6,30 @@ Used by the stdio front and the stdio upstream connector alike.
 from __future__ import annotations
 
 import asyncio
-import re
 from dataclasses import dataclass
 
-_ID_PEEK = re.compile(rb'"id"\s*:\s*(-?\d{1,18}|"(?:[^"\\]|\\.){0,128}")')
-_CHUNK = 64 * 1024
+from mcpward.protocol.frame_head import HEAD_BYTES, HeadPeek, peek_head
 
 
 @dataclass(frozen=True, slots=True)
 class OversizedFrame:
-    """A frame longer than the cap. `peeked_id` is the JSON-RPC id if it appeared early on."""
+    """A frame longer than the cap, and what its first (and last) bytes say about it.
+
+    `request_id`: the top-level id of a frame known to be a request (answer it with this);
+    `peeked_id`: the top-level id whatever the frame is (a response's, say). Nested "id"
+    members never count, and a notification is never given an id.
+    """
 
     size_at_least: int
-    peeked_id: str | int | None
+    peek: HeadPeek
 
+    @property
+    def peeked_id(self) -> str | int | None:
+        return self.peek.top_level_id
 
-def _peek_id(head: bytes) -> str | int | None:
-    match = _ID_PEEK.search(head[:4096])
-    if not match:
-        return None
-    raw = match.group(1)
-    if raw.startswith(b'"'):
-        try:
-            return raw[1:-1].decode()
-        except UnicodeDecodeError:
-            return None
-    return int(raw)
+    @property
+    def request_id(self) -> str | int | None:
+        return self.peek.request_id
 
 
 class FrameReader:
@@ -53,26 +51,31 @@ class FrameReader:
             except asyncio.LimitOverrunError as exc:
                 return await self._skip_oversized(exc.consumed)
             if len(line) > self._max + 1:
-                return OversizedFrame(len(line), _peek_id(line))
+                return OversizedFrame(len(line), peek_head(line, line[-HEAD_BYTES:]))
             if line.strip():
                 return line
 
     async def _skip_oversized(self, available: int) -> OversizedFrame:
-        head = await self._reader.read(min(available, 4096))
+        head = await self._reader.read(min(available, HEAD_BYTES))
         total = len(head)
+        tail = head
         while True:
             try:
-                await self._reader.readuntil(b"\n")
+                rest = await self._reader.readuntil(b"\n")
+                total += len(rest)
+                tail = (tail + rest)[-HEAD_BYTES:]
                 break
             except asyncio.LimitOverrunError as exc:
                 chunk = await self._reader.read(max(exc.consumed, 1))
                 total += len(chunk)
                 if not chunk:
                     break
+                tail = (tail + chunk)[-HEAD_BYTES:]
             except asyncio.IncompleteReadError as exc:
                 total += len(exc.partial)
+                tail = (tail + exc.partial)[-HEAD_BYTES:]
                 break
-        return OversizedFrame(max(total, self._max + 1), _peek_id(head))
+        return OversizedFrame(max(total, self._max + 1), peek_head(head, tail))
 
 
 def stream_limit(max_bytes: int) -> int:

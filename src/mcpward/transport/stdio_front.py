@@ -10,6 +10,7 @@ import asyncio
 import contextlib
 import logging
 import os
+import secrets
 import signal
 import stat
 import threading
@@ -17,7 +18,9 @@ from typing import Any
 
 from mcpward.pipeline.context import Identity
 from mcpward.protocol import errors, jsonrpc
-from mcpward.protocol.jsonrpc import FrameError, Message, RequestId
+from mcpward.protocol.droplog import RateLimitedLog
+from mcpward.protocol.jsonrpc import FrameError, FrameKind, Message, RequestId
+from mcpward.protocol.outgoing import encode_outgoing
 from mcpward.relay.gateway import Gateway
 from mcpward.transport.framing import FrameReader, OversizedFrame, stream_limit
 from mcpward.transport.write_batch import WriteBatch
@@ -85,7 +88,10 @@ class StdioDownstream:
         self._max = max_frame_bytes
 
     async def send(self, message: Message, related_request_id: RequestId | None) -> None:
-        data = jsonrpc.dumps(message)
+        encoded = encode_outgoing(message)
+        if encoded is None:
+            return
+        message, data = encoded
         if len(data) > self._max:
             log.warning(
                 "a %d-byte frame to the client exceeds %d bytes; refused", len(data), self._max
@@ -106,8 +112,12 @@ class StdioDownstream:
 
 
 def _is_streamable(fd: int) -> bool:
+    """A pipe, a socket or a terminal: what the event loop's pipe transports take. Any other
+    character device (/dev/null, say) is treated as a file: uvloop aborts the process on it."""
     mode = os.fstat(fd).st_mode
-    return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or stat.S_ISCHR(mode)
+    if stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode):
+        return True
+    return stat.S_ISCHR(mode) and os.isatty(fd)
 
 
 async def _open_stdin(limit: int) -> asyncio.StreamReader:
@@ -145,8 +155,17 @@ async def _open_stdout() -> FileWriter | PipeWriter:
     return PipeWriter(asyncio.StreamWriter(transport, protocol, None, loop))
 
 
+class StdioFrontFailed(Exception):
+    """The stdio front stopped for a reason other than end of input or a signal (it was logged);
+    `mcpward run` exits non-zero on it."""
+
+
 async def serve_stdio(gateway: Gateway, identity: Identity | None = None) -> None:
-    """Serve one client on stdin/stdout until EOF or a termination signal."""
+    """Serve one client on stdin/stdout until EOF or a termination signal.
+
+    One bad frame never ends the loop (frame_failed); a failure of the loop itself (reading
+    stdin) is logged and raised as StdioFrontFailed after the same clean shutdown.
+    """
     max_bytes = gateway.settings.max_frame_bytes
     reader = await _open_stdin(stream_limit(max_bytes))
     writer = await _open_stdout()
@@ -164,43 +183,115 @@ async def serve_stdio(gateway: Gateway, identity: Identity | None = None) -> Non
             frame = await frames.next()
             if frame is None:
                 return
-            if isinstance(frame, OversizedFrame):
-                await downstream.send(
-                    jsonrpc.error(
-                        frame.peeked_id,
-                        errors.INVALID_REQUEST,
-                        f"frame of at least {frame.size_at_least} bytes exceeds the limit of "
-                        f"{max_bytes} bytes; refused",
-                    ),
-                    None,
-                )
-                continue
             try:
-                parsed = jsonrpc.parse_frame(frame)
-            except FrameError as exc:
-                await downstream.send(jsonrpc.error(exc.request_id, exc.code, exc.message), None)
-                continue
-            await session.handle(parsed)
+                await take_frame(frame)
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                await frame_failed(frame, exc)
+
+    async def take_frame(frame: bytes | OversizedFrame) -> None:
+        if isinstance(frame, OversizedFrame):
+            await refuse_oversized(frame)
+            return
+        try:
+            parsed = jsonrpc.parse_frame(frame)
+        except FrameError as exc:
+            if exc.notification:
+                DROPPED.warning(
+                    "bad-notification", "a client notification was dropped: %s", exc.message
+                )
+                return
+            await downstream.send(jsonrpc.error(exc.request_id, exc.code, exc.message), None)
+            return
+        await session.handle(parsed)
+
+    async def refuse_oversized(frame: OversizedFrame) -> None:
+        message = (
+            f"frame of at least {frame.size_at_least} bytes exceeds the limit of "
+            f"{max_bytes} bytes; refused"
+        )
+        if frame.request_id is None:  # a notification, or an id we cannot read exactly
+            DROPPED.warning("oversized", "a client frame was dropped: %s", message)
+            return
+        await downstream.send(
+            jsonrpc.error(frame.request_id, errors.INVALID_REQUEST, message), None
+        )
+
+    async def frame_failed(frame: bytes | OversizedFrame, exc: Exception) -> None:
+        # A bug met by one frame fails that frame closed; the loop reads on. The body is not logged.
+        incident = secrets.token_hex(6)
+        log.error(
+            "internal error %s handling a client frame (%s); failed closed",
+            incident,
+            type(exc).__name__,
+        )
+        request_id = _request_id_of(frame)
+        if request_id is None:
+            return
+        with contextlib.suppress(Exception):  # the client may be gone: nothing to answer
+            await downstream.send(
+                jsonrpc.error(
+                    request_id,
+                    errors.GATEWAY_INTERNAL,
+                    f"internal error in mcpward (incident {incident}); failed closed",
+                    {"incident": incident},
+                ),
+                None,
+            )
 
     reading = asyncio.create_task(read_loop())
     stopping = asyncio.create_task(stop.wait())
+    failure: BaseException | None = None
     try:
         await asyncio.wait({reading, stopping}, return_when=asyncio.FIRST_COMPLETED)
     finally:
-        reason = "signal" if stop.is_set() else "end of input"
+        if reading.done() and not reading.cancelled():
+            failure = reading.exception()
+        if failure is not None:
+            reason = f"the read loop failed: {type(failure).__name__}"
+            log.error("stdio front: %s", reason, exc_info=failure)
+        else:
+            reason = "signal" if stop.is_set() else "end of input"
         if not stop.is_set():
             # The client closed its input: answer what it already asked (bounded), then stop.
             await session.drain(gateway.settings.request_timeout_s)
         log.info("shutting down (%s)", reason)
         for task in (reading, stopping):
             task.cancel()
-        await _settle(reading)
+        late = await _settle(reading)
+        if failure is None and late is not None:
+            failure = late
+            reason = f"the read loop failed while stopping: {type(late).__name__}"
+            log.error("stdio front: %s", reason)
         await gateway.close_session(session)
         with contextlib.suppress(Exception):
             await writer.drain()
         writer.close()
+    if failure is not None:
+        raise StdioFrontFailed(reason)
 
 
-async def _settle(task: asyncio.Task[Any]) -> None:
-    with contextlib.suppress(asyncio.CancelledError, Exception):
+DROPPED = RateLimitedLog(log)
+
+
+def _request_id_of(frame: bytes | OversizedFrame) -> RequestId | None:
+    """The id of the request this frame is, if it can be read safely (else None)."""
+    if isinstance(frame, OversizedFrame):
+        return frame.request_id
+    try:
+        parsed = jsonrpc.parse_frame(frame)
+    except Exception:
+        return None
+    return parsed.id if parsed.kind is FrameKind.REQUEST else None
+
+
+async def _settle(task: asyncio.Task[Any]) -> BaseException | None:
+    """Wait for a cancelled task; return its failure (not the cancellation): never lose it."""
+    try:
         await task
+    except asyncio.CancelledError:
+        return None
+    except Exception as exc:
+        return exc
+    return None

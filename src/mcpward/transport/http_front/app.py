@@ -24,8 +24,9 @@ from mcpward.identity.consent import (
     session_identity,
 )
 from mcpward.protocol import errors, jsonrpc, methods
+from mcpward.protocol.droplog import RateLimitedLog
 from mcpward.protocol.eras import HANDSHAKE_VERSIONS
-from mcpward.protocol.jsonrpc import FrameError, FrameKind
+from mcpward.protocol.jsonrpc import FrameError, FrameKind, TooDeep
 from mcpward.relay.gateway import Gateway
 from mcpward.transport.http_front.capacity import refuse_for_capacity, refuse_while_store_away
 from mcpward.transport.http_front.config import HttpFront
@@ -62,6 +63,7 @@ from mcpward.transport.http_front.responses import (
 )
 
 log = logging.getLogger("mcpward.http")
+DROPPED = RateLimitedLog(log)
 
 METADATA_PREFIX = "/.well-known/oauth-protected-resource"
 # Requests the 2026-07-28 revision removed; a stateless request for one is an unknown method.
@@ -253,8 +255,12 @@ class HttpFrontApp:
         if raw is None:
             return
         try:
-            body = jsonrpc.loads(raw)
-        except (ValueError, RecursionError):
+            body = jsonrpc.loads(raw)  # strict JSON, nesting capped (jsonrpc.MAX_DEPTH)
+        except TooDeep:
+            message = f"Invalid Request: nesting deeper than {jsonrpc.MAX_DEPTH} levels"
+            await send_json(send, 400, jsonrpc.error(None, errors.INVALID_REQUEST, message))
+            return
+        except ValueError:
             await send_json(send, 400, jsonrpc.error(None, errors.PARSE_ERROR, "Parse error"))
             return
         if modern:
@@ -365,6 +371,11 @@ class HttpFrontApp:
         try:
             frame = jsonrpc.classify(body)
         except FrameError as exc:
+            if exc.notification:
+                # A notification of the wrong shape is dropped (never answered, never relayed).
+                DROPPED.warning("bad-notification", "a client notification was dropped: %s", exc)
+                await send_status(send, 202)
+                return
             await send_json(send, 400, jsonrpc.error(exc.request_id, exc.code, exc.message))
             return
         version = headers.get("mcp-protocol-version")

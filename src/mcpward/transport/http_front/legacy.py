@@ -20,6 +20,7 @@ from mcpward.pipeline.context import Identity
 from mcpward.protocol import errors, jsonrpc, methods
 from mcpward.protocol.eras import HANDSHAKE_VERSIONS
 from mcpward.protocol.jsonrpc import Frame, FrameKind, Message, RequestId
+from mcpward.protocol.outgoing import encode_outgoing
 from mcpward.relay.gateway import tenant_of
 from mcpward.transport.http_front.mailbox import Mailbox
 from mcpward.transport.http_front.responses import (
@@ -108,6 +109,10 @@ class LegacySession:
     # ---- relay -> client ----------------------------------------------------------------------
 
     async def send(self, message: Message, related_request_id: RequestId | None) -> None:
+        encoded = encode_outgoing(message)
+        if encoded is None:
+            return  # logged; nothing that cannot be written is kept or half-sent
+        message, data = encoded
         final = "method" not in message
         if final and message.get("id") is not None:
             key = stream_key(message["id"])
@@ -120,7 +125,6 @@ class LegacySession:
                 key = GET_STREAM  # its request is answered: the message can only go standalone
         else:
             key = GET_STREAM
-        data = jsonrpc.dumps(message)
         event_id = self.log.append(key, data, final)
         queue = self.live.get(key)
         if queue is not None:

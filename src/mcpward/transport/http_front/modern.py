@@ -34,6 +34,7 @@ from mcpward.protocol.eras import (
     META_SUBSCRIPTION_ID,
 )
 from mcpward.protocol.jsonrpc import Frame, FrameKind, Message, RequestId
+from mcpward.protocol.outgoing import encode_outgoing
 from mcpward.relay.gateway import tenant_of
 from mcpward.transport.http_front.headers import RequestHeaders
 from mcpward.transport.http_front.mailbox import Mailbox
@@ -41,6 +42,7 @@ from mcpward.transport.http_front.responses import (
     SSE_HEADERS,
     Receive,
     Send,
+    send_body,
     send_json,
 )
 from mcpward.transport.http_front.sse import encode_event
@@ -354,21 +356,25 @@ async def _answer(waiter: Waiter, wants_sse: bool, send: Send) -> None:
                 await _chunk(send, b": ping\n\n")
                 continue
             final, message = item
+            encoded = encode_outgoing(message)  # None: it cannot be written (logged)
             if final:
                 waiter.done = True
+                if encoded is None:
+                    return
+                message, data = encoded
                 if committed:
-                    await _chunk(send, encode_event(jsonrpc.dumps(message)), more=False)
+                    await _chunk(send, encode_event(data), more=False)
                 else:
                     error = message.get("error")
                     code = error.get("code") if isinstance(error, dict) else None
                     status = ERROR_CODE_HTTP_STATUS.get(code, 200) if code is not None else 200
-                    await send_json(send, status, message)
+                    await send_body(send, status, data, b"application/json")
                 return
-            if not wants_sse:
+            if not wants_sse or encoded is None:
                 continue  # a JSON answer has nowhere to put notifications
             if not committed:
                 await _start_sse(send)
                 committed = True
-            await _chunk(send, encode_event(jsonrpc.dumps(message)))
+            await _chunk(send, encode_event(encoded[1]))
     except OSError:
         return  # the client went away
