@@ -71,7 +71,7 @@ def test_a_good_notification_passes(message: dict[str, Any]) -> None:
         ("tools/call", None),
         ("prompts/get", {"name": "p", "arguments": "a"}),
         ("resources/read", {"uri": None}),
-        ("resources/subscribe", {}),
+        ("resources/read", {}),
     ],
 )
 def test_a_request_of_the_wrong_shape_is_invalid_params_with_its_id(

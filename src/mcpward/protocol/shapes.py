@@ -39,9 +39,7 @@ _REQUEST_PARAMS: dict[str, tuple[str, str | None]] = {
     methods.TOOLS_CALL: ("name", "arguments"),
     methods.PROMPTS_GET: ("name", "arguments"),
     methods.RESOURCES_READ: ("uri", None),
-    methods.RESOURCES_SUBSCRIBE: ("uri", None),
-    methods.RESOURCES_UNSUBSCRIBE: ("uri", None),
-}
+}  # not resources/(un)subscribe: 2026-07-28 removed them, and their answer is then -32601
 
 
 def request_problem(method: str, params: dict[str, Any] | None) -> str | None:
