@@ -219,8 +219,9 @@ def _classify_call(message: Message, raw_id: object, echo_id: RequestId | None) 
     return Frame(FrameKind.REQUEST, message)
 
 
-def parse_frame(data: bytes | str) -> Frame:
-    """Parse and classify one frame; FrameError carries the JSON-RPC error to answer with."""
+def parse_value(data: bytes | str) -> JSONValue:
+    """Parse one frame's JSON; FrameError (-32700, or -32600 with the id of a request nested
+    deeper than MAX_DEPTH; `notification` set for such a notification) if the gateway refuses it."""
     raw = data.encode("utf-8", "surrogatepass") if isinstance(data, str) else data
     try:
         value = _parse(raw)
@@ -237,7 +238,12 @@ def parse_frame(data: bytes | str) -> Frame:
             request_id if "method" in top else None,
             notification=is_notification,
         )
-    return classify(value)
+    return value
+
+
+def parse_frame(data: bytes | str) -> Frame:
+    """Parse and classify one frame; FrameError carries the JSON-RPC error to answer with."""
+    return classify(parse_value(data))
 
 
 def _short(exc: BaseException) -> str:

@@ -26,7 +26,7 @@ from mcpward.identity.consent import (
 from mcpward.protocol import errors, jsonrpc, methods
 from mcpward.protocol.droplog import RateLimitedLog
 from mcpward.protocol.eras import HANDSHAKE_VERSIONS
-from mcpward.protocol.jsonrpc import FrameError, FrameKind, TooDeep
+from mcpward.protocol.jsonrpc import FrameError, FrameKind
 from mcpward.relay.gateway import Gateway
 from mcpward.transport.http_front.capacity import refuse_for_capacity, refuse_while_store_away
 from mcpward.transport.http_front.config import HttpFront
@@ -255,13 +255,14 @@ class HttpFrontApp:
         if raw is None:
             return
         try:
-            body = jsonrpc.loads(raw)  # strict JSON, nesting capped (jsonrpc.MAX_DEPTH)
-        except TooDeep:
-            message = f"Invalid Request: nesting deeper than {jsonrpc.MAX_DEPTH} levels"
-            await send_json(send, 400, jsonrpc.error(None, errors.INVALID_REQUEST, message))
-            return
-        except ValueError:
-            await send_json(send, 400, jsonrpc.error(None, errors.PARSE_ERROR, "Parse error"))
+            body = jsonrpc.parse_value(raw)  # strict JSON, nesting capped (jsonrpc.MAX_DEPTH)
+        except FrameError as exc:
+            if exc.notification:
+                DROPPED.warning("bad-notification", "a client notification was dropped: %s", exc)
+                await send_status(send, 202)
+                return
+            message = "Parse error" if exc.code == errors.PARSE_ERROR else exc.message
+            await send_json(send, 400, jsonrpc.error(exc.request_id, exc.code, message))
             return
         if modern:
             await self._post_modern(scope, receive, send, headers, principal, body)
