@@ -11,6 +11,7 @@ import contextlib
 import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -26,7 +27,9 @@ pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="re
 
 
 @contextlib.asynccontextmanager
-async def http_gateway(tmp_path: Path) -> AsyncIterator[tuple[asyncio.subprocess.Process, int]]:
+async def http_gateway(
+    tmp_path: Path, **limits: Any
+) -> AsyncIterator[tuple[asyncio.subprocess.Process, int]]:
     port = free_port()
     front = {
         "kind": "http",
@@ -34,6 +37,7 @@ async def http_gateway(tmp_path: Path) -> AsyncIterator[tuple[asyncio.subprocess
         "tokens": [token_entry(TOKEN, "c")],
         "header_timeout_s": 1.0,
         "keep_alive_timeout_s": 1.0,
+        **limits,
     }
     config = write_gateway_config(tmp_path, [echo_upstream("e")], guards=[], extra={"front": front})
     proc = await asyncio.create_subprocess_exec(
@@ -155,3 +159,15 @@ async def test_repeated_security_headers_are_refused(
         data = await asyncio.wait_for(read_all(reader), HANG_GUARD_S)
         writer.close()
         assert data.startswith(f"HTTP/1.1 {status} ".encode()), data[:300]
+
+
+async def test_connections_beyond_the_cap_get_503(tmp_path: Path) -> None:
+    async with http_gateway(tmp_path, max_connections=2, header_timeout_s=60.0) as (_, port):
+        held = [await asyncio.open_connection("127.0.0.1", port) for _ in range(2)]
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        data = await asyncio.wait_for(read_all(reader), HANG_GUARD_S)
+        assert data.startswith(b"HTTP/1.1 503 "), data[:200]
+        assert b"retry-after: 5" in data.lower()
+        for _, held_writer in held:
+            held_writer.close()
+        writer.close()
