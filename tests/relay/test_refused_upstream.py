@@ -15,6 +15,13 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 
+from mcpward.guards.server_allowlist import ServerAllowlistGuard
+from mcpward.pipeline.executor import Pipeline
+from mcpward.pipeline.phases import Phase
+from mcpward.pipeline.services import GatewayServices
+from mcpward.pipeline.spec import GuardSpec, Mode
+from mcpward.relay.catalog import Catalog
+from mcpward.relay.refused import refused_upstreams
 from tests.http.gateway_harness import gateway_front, token_entry
 from tests.relay.conftest import GatewayFactory, echo_upstream
 
@@ -100,3 +107,24 @@ async def test_http_a_refused_upstream_never_starts(tmp_path: Path) -> None:
         await asyncio.sleep(0.5)  # a spare being warmed would have written its pid by now
     assert good_log.exists()
     assert not rogue_log.exists(), "the refused upstream's process was started"
+
+
+def attached_allowlist(state: Path, identities: dict[str, str], mode: Mode | None = None) -> Any:
+    spec = GuardSpec(kind="server_allowlist", id="allow", runs_on=[Phase.REQUEST], mode=mode)
+    guard = ServerAllowlistGuard(spec, ServerAllowlistGuard.Options.model_validate({}))
+    asyncio.run(guard.attach(GatewayServices(state, Catalog(list(identities)), identities)))
+    return guard
+
+
+def test_a_changed_identity_is_refused_before_start_and_shadow_mode_refuses_nothing(
+    tmp_path: Path,
+) -> None:
+    ids = ["a", "b"]
+    attached_allowlist(tmp_path, {"a": "digest-a", "b": "digest-b"})  # pins both
+    moved = attached_allowlist(tmp_path, {"a": "digest-a", "b": "digest-moved"})
+    refused = refused_upstreams(Pipeline([moved]), ids)
+    assert set(refused) == {"b"}
+    assert refused["b"].deny.code == "upstream_identity_changed"
+    assert refused["b"].guard_id == "allow"
+    shadow = attached_allowlist(tmp_path, {"a": "digest-a", "b": "digest-moved"}, Mode.SHADOW)
+    assert refused_upstreams(Pipeline([shadow]), ids) == {}
