@@ -1,10 +1,14 @@
 """server_allowlist: only allowed upstream ids run, each only with the identity pinned for it
 (command + args digest or URL origin), and ids one edit or confusable away are typosquats.
+
+Every check reads the configuration and the pin store only, so the gateway asks `refuses_upstream`
+once the guard is attached and never starts a refused upstream (relay/refused.py).
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -97,13 +101,18 @@ class ServerAllowlistGuard(Guard):
         finally:
             conn.close()
 
-    def _allowed(self, ctx: GuardContext) -> list[str]:
+    def _allowed(self, upstream_ids: Sequence[str]) -> list[str]:
         if self.options.allowed is not None:
             return list(self.options.allowed)
-        return list(ctx.upstream_order)
+        return list(upstream_ids)
 
     def verdict(self, upstream: str, ctx: GuardContext) -> Deny | None:
-        allowed = self._allowed(ctx)
+        return self.refuses_upstream(upstream, ctx.upstream_order)
+
+    def refuses_upstream(self, upstream: str, upstream_ids: Sequence[str]) -> Deny | None:
+        """The denial for an upstream that may not run (None: it may). Needs only the config
+        and the pins read at `attach`, so the gateway asks before it starts anything."""
+        allowed = self._allowed(upstream_ids)
         if upstream not in allowed:
             imitated = typosquat_of(upstream, allowed) if self.options.typosquat else None
             if imitated is not None:

@@ -41,6 +41,13 @@ class EraOpener:
         if self.state.era is Era.MODERN and link.init_result is None:
             await self._prepare_modern(link)
 
+    def _openable(self) -> list[UpstreamLink]:
+        """The links to open: all but those refused before start (one upstream: that one, whose
+        refusal then answers the client)."""
+        links = list(self.state.links.values())
+        refused = self.state.services.refused
+        return [link for link in links if link.id not in refused] or links[:1]
+
     # ---- handshake era -----------------------------------------------------------------------
 
     async def initialize(self, message: Message) -> Message:
@@ -50,7 +57,7 @@ class EraOpener:
         state.era = Era.HANDSHAKE
         caps = params.get("capabilities")
         state.client_caps = caps if isinstance(caps, dict) else {}
-        links = list(state.links.values())
+        links = self._openable()
         outcomes = await asyncio.gather(
             *(self._init_link(link, params) for link in links), return_exceptions=True
         )
@@ -114,6 +121,7 @@ class EraOpener:
             if "result" in outcome:
                 self._on_opened()
             return {**outcome, "id": request_id}
+        links = self._openable()
         outcomes = await asyncio.gather(
             *(self._discover_or_bridge(link, params) for link in links), return_exceptions=True
         )

@@ -22,6 +22,7 @@ from mcpward.relay.links import MessageHandler, UpstreamLink
 from mcpward.relay.metered import MeteredRecorder, watch_gateway_state
 from mcpward.relay.naming import Namespace
 from mcpward.relay.process_pool import ProcessPool, Tenant
+from mcpward.relay.refused import Refusal, RefusedConnection, refused_upstreams
 from mcpward.relay.replica_start import open_replica, replica_readiness, replica_recorder
 from mcpward.relay.session import Downstream, Session
 from mcpward.relay.shared import SessionServices
@@ -103,6 +104,8 @@ class Gateway:
             if isinstance(u, StdioUpstream) and u.id not in self._connections
         }
         self.processes = ProcessPool(pooled, self.settings)
+        # Filled by `start` once the guards are attached (server_allowlist decides from config).
+        self.refused: dict[str, Refusal] = {}
         self.session_services = SessionServices(
             pipeline=self.pipeline,
             catalog=self.catalog,
@@ -112,6 +115,7 @@ class Gateway:
             connect_timeout_s=self.settings.connect_timeout_s,
             make_link=self.make_link,
             tracer=CallTracer(self.tracing) if self.tracing is not None else None,
+            refused=self.refused,
         )
         self._relister: asyncio.Task[None] | None = None
 
@@ -157,9 +161,18 @@ class Gateway:
                     f"guard {guard.id!r} ({guard.kind}) cannot start: {exc}"
                 ) from exc
         gateway.pipeline.reindex()  # a guard may have narrowed its phases when it attached
+        gateway.refuse(refused_upstreams(gateway.pipeline, gateway.upstream_ids))
         if gateway.settings.relist_interval_s > 0:
             gateway._relister = asyncio.create_task(gateway._relist_forever())
         return gateway
+
+    def refuse(self, refused: Mapping[str, Refusal]) -> None:
+        """Upstreams that may not run: no process, no connection, no spare is ever made for
+        them; the reason is logged here, once."""
+        for upstream_id, refusal in refused.items():
+            log.warning("upstream %s will not be started: %s", upstream_id, refusal.describe())
+            self.processes.exclude(upstream_id)
+        self.refused.update(refused)
 
     def make_link(
         self,
@@ -169,7 +182,12 @@ class Gateway:
         tenant: Tenant,
     ) -> UpstreamLink:
         spec = self.specs[upstream_id]
-        if upstream_id in self.processes.counts():
+        refusal = self.refused.get(upstream_id)
+        if refusal is not None:
+            connection: UpstreamConnection = RefusedConnection(
+                upstream_id, self.identities[upstream_id], refusal
+            )
+        elif upstream_id in self.processes.counts():
             connection = self.processes.connection(
                 upstream_id, tenant, self.identities[upstream_id]
             )
@@ -212,6 +230,8 @@ class Gateway:
         while True:
             await asyncio.sleep(self.settings.relist_interval_s)
             for upstream_id in self.upstream_ids:
+                if upstream_id in self.refused:
+                    continue
                 with contextlib.suppress(Exception):
                     await self.catalog.refresh(upstream_id)
 

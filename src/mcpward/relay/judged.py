@@ -103,7 +103,6 @@ class JudgedCalls:
                 what = "tool" if method == methods.TOOLS_CALL else "prompt"
                 return replies.invalid_params(request_id, f"Unknown {what}: {name}")
             upstream, local = route
-        link = state.links[upstream]
         if call.payload_key is None:
             payload: Any = params
         else:
@@ -113,7 +112,6 @@ class JudgedCalls:
             elif not isinstance(payload, dict):
                 return replies.invalid_params(request_id, f"{call.payload_key!r} must be an object")
         pipeline = state.pipeline
-        contracts = self.contracts_of(link)
         record = DecisionRecord(
             started_at=started,
             method=method,
@@ -126,6 +124,14 @@ class JudgedCalls:
             arguments=payload,
         )
         out = Outcome(payload=payload)
+        refusal = state.services.refused.get(upstream)
+        if refusal is not None:  # refused before start (server_allowlist): it never runs
+            out.runs.append(refusal.run())
+            out.stop, out.stopped_by = refusal.deny, refusal.guard_id
+            reply = replies.stopped(request_id, refusal.guard_id, refusal.deny, upstream, local)
+            return await self._close_record(record, out, reply, t0, None)
+        link = state.links[upstream]
+        contracts = self.contracts_of(link)
         if pipeline.reads_contracts:
             # The invariant: the connection this request will travel on is open, and what it
             # serves now has been read (once per connection and list_changed, shared by

@@ -110,7 +110,7 @@ class ListRelay:
 
         async def fetch(index: int, link: UpstreamLink) -> tuple[Message | None, tuple[int, int]]:
             key = self.contracts_of(link).key()
-            if not state.offers(link, kind.capability):
+            if link.id in state.services.refused or not state.offers(link, kind.capability):
                 return None, key
             upstream_params = dict(base)
             if index == 0 and cursor is not None:

@@ -97,6 +97,13 @@ class ProcessPool:
             return STATELESS_KEY
         return f"identity:{tenant.identity}"
 
+    def exclude(self, upstream_id: str) -> None:
+        """An upstream that may never run (refused by a guard before start): no process, spare or
+        shared, is ever made for it. Called before the first session."""
+        ups = self._upstreams.pop(upstream_id, None)
+        if ups is not None and ups.count:
+            raise RuntimeError(f"upstream {upstream_id!r} already has processes")
+
     def refusal(self, tenant: Tenant) -> str | None:
         """The id of an upstream a new session of this tenant could not get a process from."""
         for upstream_id, ups in self._upstreams.items():
@@ -287,7 +294,9 @@ class ProcessPool:
 
     async def _reap_forever(self) -> None:
         while True:
-            idle = min(u.spec.processes.idle_timeout_s for u in self._upstreams.values())
+            idle = min(
+                (u.spec.processes.idle_timeout_s for u in self._upstreams.values()), default=120.0
+            )
             await asyncio.sleep(max(0.05, min(30.0, idle / 4)))
             await self.reap()
 

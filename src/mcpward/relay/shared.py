@@ -5,8 +5,8 @@ The gateway builds it once; sessions only read it.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 
 from mcpward.evidence.record import Recorder
 from mcpward.pipeline.executor import Pipeline
@@ -14,6 +14,7 @@ from mcpward.relay.catalog import Catalog
 from mcpward.relay.links import MessageHandler, StateHandler, UpstreamLink
 from mcpward.relay.naming import Namespace
 from mcpward.relay.process_pool import Tenant
+from mcpward.relay.refused import Refusal
 from mcpward.relay.traced import CallTracer
 
 LinkFactory = Callable[[str, MessageHandler, StateHandler, Tenant], UpstreamLink]
@@ -31,3 +32,5 @@ class SessionServices:
     connect_timeout_s: float
     make_link: LinkFactory
     tracer: CallTracer | None = None  # only when telemetry.otlp_endpoint is set
+    # Upstreams a guard refused before start: never started, never listed, calls denied.
+    refused: Mapping[str, Refusal] = field(default_factory=dict)

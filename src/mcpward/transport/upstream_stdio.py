@@ -30,6 +30,8 @@ LIFELINE = Path(__file__).with_name("lifeline.py")
 BASE_ENV = ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "SYSTEMROOT")
 STDIN_GRACE_S = 0.3
 TERM_GRACE_S = 1.0
+# The supervisor's own grace period and descendant sweep (lifeline.GRACE_S + SWEEP_S), and slack.
+LIFELINE_GRACE_S = 4.0
 
 
 def child_environment(spec: StdioUpstream) -> dict[str, str]:
@@ -191,19 +193,26 @@ class StdioUpstreamConnection(UpstreamConnection):
             try:
                 await asyncio.wait_for(proc.wait(), timeout=STDIN_GRACE_S)
             except TimeoutError:
-                _signal_group(proc.pid, signal.SIGTERM)
+                # Cut the lifeline: the supervisor terminates the group, then kills it and every
+                # descendant that left it (setsid), which only it (the subreaper) can find.
+                _close_fd(lifeline)
+                lifeline = None
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(proc.wait(), timeout=TERM_GRACE_S)
+                    await asyncio.wait_for(proc.wait(), timeout=LIFELINE_GRACE_S)
         if proc is not None:
-            _signal_group(proc.pid, signal.SIGKILL)  # whatever the server left behind
+            _signal_group(proc.pid, signal.SIGKILL)  # whatever is left, if the supervisor is stuck
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(proc.wait(), timeout=TERM_GRACE_S)
-        if lifeline is not None:
-            with contextlib.suppress(OSError):
-                os.close(lifeline)
+        _close_fd(lifeline)
         if self._stderr_task is not None:
             self._stderr_task.cancel()
             self._stderr_task = None
+
+
+def _close_fd(fd: int | None) -> None:
+    if fd is not None:
+        with contextlib.suppress(OSError):
+            os.close(fd)
 
 
 def _signal_group(pgid: int, sig: signal.Signals) -> None:

@@ -35,7 +35,7 @@ from mcpward.transport.http_front.console_mount import (
     is_console_path,
     serve_console,
 )
-from mcpward.transport.http_front.headers import RequestHeaders, read_headers
+from mcpward.transport.http_front.headers import RequestHeaders, read_headers, repeat_refusal
 from mcpward.transport.http_front.health import HEALTH_PATHS, HealthProbe
 from mcpward.transport.http_front.legacy import (
     LegacySession,
@@ -152,6 +152,11 @@ class HttpFrontApp:
 
     async def _handle(self, scope: Scope, receive: Receive, send: Send) -> None:
         headers = read_headers(scope)  # trimmed in the scope too, before any check
+        repeated = repeat_refusal(headers)  # a check must see the only copy, not the last
+        if repeated is not None:
+            status, why = repeated
+            await send_json(send, status, jsonrpc.error(None, errors.INVALID_REQUEST, why))
+            return
         host, origin = headers.get("host"), headers.get("origin")
         problem = self.policy.judge(headers.count("host"), host, origin)
         if problem is not None:

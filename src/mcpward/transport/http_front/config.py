@@ -65,6 +65,36 @@ class HttpFront(BaseModel):
     # server): 512 is what a 24 GiB host holds with headroom; the process caps may refuse sooner.
     max_sessions: int = Field(default=512, ge=1, le=1_000_000)
     session_idle_timeout_s: float = Field(default=1800.0, gt=0, le=86400)
+    # What a connection can make the front hold before its request reaches authentication
+    # (transport/http_front/head_guard.py; docs/http-front.md "Connections").
+    max_head_bytes: int = Field(
+        default=64 * 1024,
+        ge=4096,
+        le=1024 * 1024,
+        description="Cap on a request's head (request line and headers): 431 and close.",
+    )
+    max_header_line_bytes: int = Field(
+        default=8 * 1024,
+        ge=1024,
+        le=1024 * 1024,
+        description="Cap on one header line or the request target: 431 (414) and close.",
+    )
+    header_timeout_s: float = Field(
+        default=10.0,
+        gt=0,
+        le=300,
+        description="A request head must be complete this long after the connection opened or "
+        "the request began; else the connection is closed (408 if it had begun).",
+    )
+    keep_alive_timeout_s: float = Field(
+        default=5.0, gt=0, le=300, description="An idle keep-alive connection is closed after this."
+    )
+    max_connections: int = Field(
+        default=1024,
+        ge=1,
+        le=1_000_000,
+        description="Connections open at once; the next one gets 503 and is closed.",
+    )
 
     @model_validator(mode="after")
     def _posture(self) -> HttpFront:

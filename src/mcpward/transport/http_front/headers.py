@@ -51,3 +51,27 @@ def read_headers(scope: MutableMapping[str, Any]) -> RequestHeaders:
 
 
 _NONE: frozenset[str] = frozenset()
+
+# Headers a check reads one value of: sent twice, a check could judge one copy while another
+# part (or a proxy in front) acts on the other. Origin is the DNS-rebinding check's (403).
+SINGLE_VALUED = (
+    "host",
+    "authorization",
+    "mcp-session-id",
+    "mcp-protocol-version",
+    "last-event-id",
+    "content-length",
+    "content-type",
+)
+
+
+def repeat_refusal(headers: RequestHeaders) -> tuple[int, str] | None:
+    """(status, message) for a request that repeats a security-relevant header, else None."""
+    if not headers.repeated:
+        return None
+    if "origin" in headers.repeated:
+        return 403, "more than one Origin header"
+    for name in SINGLE_VALUED:
+        if name in headers.repeated:
+            return 400, f"more than one {name} header"
+    return None

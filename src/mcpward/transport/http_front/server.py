@@ -26,6 +26,7 @@ from mcpward.store.clients import ClientRecords
 from mcpward.store.factory import Revocations, open_client_records, open_revocations
 from mcpward.transport.http_front.app import HttpFrontApp
 from mcpward.transport.http_front.config import HttpFront, HttpFrontRefused, check_posture
+from mcpward.transport.http_front.head_guard import ConnectionLimits, guarded_protocol
 
 log = logging.getLogger("mcpward.http")
 
@@ -85,7 +86,10 @@ async def running_front(gateway: Gateway, front: HttpFront) -> AsyncIterator[str
         lifespan="off",
         # The C parser: about 0.2 ms less per request than h11. (Writing a response's head and
         # body in one system call instead of two measured no gain: docs/performance.md.)
-        http="httptools",
+        # Guarded: the head is capped and timed, connections counted (head_guard.py).
+        http=guarded_protocol(connection_limits(front)),
+        # typed int by uvicorn; used as call_later's delay, so a float works
+        timeout_keep_alive=front.keep_alive_timeout_s,  # type: ignore[arg-type]
         log_level="warning",
         access_log=False,
         timeout_graceful_shutdown=2,
@@ -114,6 +118,15 @@ async def running_front(gateway: Gateway, front: HttpFront) -> AsyncIterator[str
         for opened in (revocations, records):
             if opened is not None:
                 opened.close()
+
+
+def connection_limits(front: HttpFront) -> ConnectionLimits:
+    return ConnectionLimits(
+        max_head_bytes=front.max_head_bytes,
+        max_header_line_bytes=front.max_header_line_bytes,
+        header_timeout_s=front.header_timeout_s,
+        max_connections=front.max_connections,
+    )
 
 
 def _open_revocations(gateway: Gateway) -> Revocations | None:
