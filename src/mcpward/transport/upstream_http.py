@@ -182,10 +182,12 @@ class HttpUpstreamConnection(UpstreamConnection):
     # ---- sending -------------------------------------------------------------------------
 
     async def send(self, message: dict[str, Any]) -> None:
+        await self.send_encoded(message, jsonrpc.dumps(message))
+
+    async def send_encoded(self, message: dict[str, Any], data: bytes) -> None:
         client = self._client
         if client is None or self._failed:
             raise UpstreamUnavailable(UpstreamFailure.NOT_CONNECTED, "not connected")
-        data = jsonrpc.dumps(message)
         if len(data) > self.max_frame_bytes:
             raise UpstreamUnavailable(UpstreamFailure.FRAME_TOO_LARGE, f"{len(data)} bytes")
         method = message.get("method")
