@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import itertools
 import logging
 from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
@@ -29,6 +28,7 @@ from mcpward.relay.live_contracts import ConnectionContracts
 from mcpward.relay.passthrough import Passthrough
 from mcpward.relay.process_pool import LOCAL, Tenant
 from mcpward.relay.routing import Routes
+from mcpward.relay.server_requests import ServerRequests
 from mcpward.relay.shared import SessionServices
 from mcpward.relay.state import SessionState
 from mcpward.relay.upstream_calls import UpstreamCalls
@@ -86,9 +86,8 @@ class Session:
             self._fetchers[upstream_id] = fetcher
             services.catalog.set_fetcher(upstream_id, fetcher)
         self._inflight: dict[RequestId, asyncio.Task[None]] = {}
-        self._server_requests: dict[int, tuple[UpstreamLink, RequestId]] = {}
-        self._server_progress: dict[object, UpstreamLink] = {}
-        self._gw_ids = itertools.count(1)
+        # What upstreams asked the client and wait for (capped; forgotten on answer/cancel).
+        self.server_requests = ServerRequests()
         self._background: set[asyncio.Task[Any]] = set()
         self._closed = False
         self._opening: asyncio.Task[None] | None = None  # the client's initialize, while running
@@ -190,7 +189,7 @@ class Session:
             if task is not None:
                 task.cancel()
         elif method == methods.PROGRESS:
-            owner = self._server_progress.get(params.get("progressToken"))
+            owner = self.server_requests.progress_link(params.get("progressToken"))
             if owner is not None:
                 await owner.send_raw(message)
         else:
@@ -198,13 +197,11 @@ class Session:
                 await link.send_raw(message)
 
     async def _client_response(self, message: Message) -> None:
-        gw_id = message.get("id")
-        entry = self._server_requests.pop(gw_id, None) if isinstance(gw_id, int) else None
-        if entry is None:
+        waiting = self.server_requests.answered(message.get("id"))
+        if waiting is None:
             log.debug("client answered an unknown server request id; dropped")
             return
-        link, upstream_id = entry
-        await link.send_raw({**message, "id": upstream_id})
+        await waiting.link.send_raw({**message, "id": waiting.upstream_id})
 
     # ---- upstream -> gateway -----------------------------------------------------------
 
@@ -232,14 +229,10 @@ class Session:
         if method == methods.PROGRESS:
             related = self.calls.progress_owner.get(params.get("progressToken"), related)
         elif method == methods.CANCELLED:
-            upstream_rid = params.get("requestId")
-            for gw_id, (owner, rid) in list(self._server_requests.items()):
-                if owner is link and rid == upstream_rid:
-                    del self._server_requests[gw_id]
-                    message = {**message, "params": {**params, "requestId": gw_id}}
-                    break
-            else:
+            gw_id = self.server_requests.cancelled(link, params.get("requestId"))
+            if gw_id is None:
                 return
+            message = {**message, "params": {**params, "requestId": gw_id}}
         elif method in methods.LIST_CHANGED:
             # From now on nothing read before describes this connection: the next judged
             # request on it waits for a fresh read (started here, shared).
@@ -266,16 +259,25 @@ class Session:
                 )
             )
             return
-        gw_id = next(self._gw_ids)
-        self._server_requests[gw_id] = (link, upstream_rid)
-        params = message.get("params") or {}
-        meta = params.get("_meta") if isinstance(params, dict) else None
-        if isinstance(meta, dict) and "progressToken" in meta:
-            self._server_progress[meta["progressToken"]] = link
+        params = message.get("params")
+        gw_id = self.server_requests.add(
+            link, upstream_rid, params.get("_meta") if isinstance(params, dict) else None
+        )
+        if gw_id is None:
+            await link.send_raw(
+                jsonrpc.error(
+                    upstream_rid if isinstance(upstream_rid, (str, int)) else None,
+                    errors.INVALID_REQUEST,
+                    "mcpward: too many requests wait for the client (or the id is too long)",
+                )
+            )
+            return
         await self._send({**message, "id": gw_id}, related)
 
     async def _on_link_state(self, link: UpstreamLink) -> None:
         """An upstream went down or came back: its items change, so tell the client."""
+        if not link.up:
+            self.server_requests.forget_link(link)  # a new process will not know those ids
         if link.up:
             await self.contracts_of(link).current()  # a new connection: read what it serves
         if self.state.era is not None:
