@@ -4,6 +4,7 @@ bytes (issue 23, item 10b/c): an SSE stream's buffer, a session's event log, the
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import sys
 from pathlib import Path
@@ -15,7 +16,7 @@ import aiohttp
 from mcpward.protocol import jsonrpc
 from mcpward.relay.gateway import Gateway
 from mcpward.transport.http_front.event_log import ENTRY_OVERHEAD_BYTES, EventBudget, EventLog
-from mcpward.transport.http_front.legacy import GET_STREAM, LegacySession
+from mcpward.transport.http_front.legacy import GET_STREAM, LegacySession, stream_key
 from mcpward.transport.http_front.mailbox import Mailbox
 from mcpward.transport.http_front.modern import OVERFLOWED, Waiter
 from tests.http.gateway_harness import gateway_front, token_entry
@@ -111,6 +112,42 @@ async def test_an_unread_get_stream_and_the_event_log_stay_bounded(tmp_path: Pat
             assert logged(session.log) <= SESSION_LOG_CAP
         finally:
             unread.close()
+
+
+async def test_a_cancelled_request_leaves_no_pending_stream(tmp_path: Path) -> None:
+    upstream = {"id": "deaf", "command": sys.executable, "args": [DEAF]}
+    front = {"tokens": [token_entry(TOKEN, "alice")]}
+    async with (
+        gateway_front([upstream], tmp_path / "state", front, guards=[]) as (gateway, url),
+        aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=HANG_GUARD_S)) as http,
+    ):
+        init = {
+            "protocolVersion": "2025-11-25",
+            "capabilities": {},
+            "clientInfo": {"name": "t", "version": "1"},
+        }
+        sid, _, _ = await post(http, url, jsonrpc.request(1, "initialize", init), sid=None)
+        await post(http, url, jsonrpc.notification("notifications/initialized"), sid)
+        session = legacy_session(gateway)
+        hang = {"name": "hang", "arguments": {}}
+        for rid in range(10, 20):
+            call = asyncio.ensure_future(
+                post(http, url, jsonrpc.request(rid, "tools/call", hang), sid)
+            )
+            for _ in range(400):  # until the request is in flight (a hang guard)
+                if stream_key(rid) in session.pending:
+                    break
+                await asyncio.sleep(0.05)
+            cancel = jsonrpc.notification("notifications/cancelled", {"requestId": rid})
+            await post(http, url, cancel, sid)
+            call.cancel()  # the client goes away; no answer will ever come
+            with contextlib.suppress(asyncio.CancelledError):
+                await call
+        for _ in range(400):
+            if not session.pending and not session.live:
+                break
+            await asyncio.sleep(0.05)
+        assert not session.pending  # else the session could never be reaped as idle
 
 
 def test_event_log_evicts_by_bytes_per_session_and_per_process() -> None:

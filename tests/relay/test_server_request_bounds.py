@@ -148,3 +148,35 @@ def test_progress_owners_keep_short_tokens_of_their_own_request() -> None:
     assert owners.get("t") == 1
     owners.release("t", 1)
     assert len(owners) == 0
+
+
+async def test_requests_in_flight_stop_at_the_cap(tmp_path: Path) -> None:
+    from mcpward.relay.session import MAX_INFLIGHT_REQUESTS
+
+    gw = await start(tmp_path)
+    client = SamplingClient(answer_sampling=False)
+    try:
+        session = await opened(gw, client)
+        hang = {"name": "hang", "arguments": {}}
+        for rid in range(100, 100 + MAX_INFLIGHT_REQUESTS):
+            request = {"jsonrpc": "2.0", "id": rid, "method": "tools/call", "params": hang}
+            await session.handle(classify(request))
+        ping = {"jsonrpc": "2.0", "id": "over", "method": "ping"}
+        await session.handle(classify(ping))
+        refused = await client.answer("over")
+        assert refused["error"]["code"] == -32600 and "in flight" in refused["error"]["message"]
+        cancel = {
+            "jsonrpc": "2.0",
+            "method": "notifications/cancelled",
+            "params": {"requestId": 100},
+        }
+        await session.handle(classify(cancel))
+        for _ in range(1000):  # until the cancelled task has ended (a hang guard)
+            if not session.in_flight(100):
+                break
+            await asyncio.sleep(0.01)
+        await session.handle(classify({**ping, "id": "again"}))
+        again = await client.answer("again")
+        assert again.get("result") == {}, again
+    finally:
+        await gw.close()

@@ -11,6 +11,7 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Awaitable, Callable
+from functools import partial
 from typing import Any, Protocol
 
 from mcpward.evidence.record import DecisionRecord
@@ -34,6 +35,10 @@ from mcpward.relay.state import SessionState
 from mcpward.relay.upstream_calls import UpstreamCalls
 
 log = logging.getLogger("mcpward.relay")
+
+# Requests of one client in flight at once; past it a request is refused at once (each holds a
+# task and its id, and a client chooses how many it sends).
+MAX_INFLIGHT_REQUESTS = 1024
 
 
 class Downstream(Protocol):
@@ -145,8 +150,21 @@ class Session:
                     None,
                 )
                 return
+            if len(self._inflight) >= MAX_INFLIGHT_REQUESTS:
+                await self._send(
+                    jsonrpc.error(
+                        request_id,
+                        errors.INVALID_REQUEST,
+                        f"too many requests in flight (at most {MAX_INFLIGHT_REQUESTS}); "
+                        "send it again once some are answered",
+                    ),
+                    None,
+                )
+                return
             task = asyncio.create_task(self._serve(frame.message))
             self._inflight[request_id] = task
+            # A request cancelled before its task ran never reaches `_serve`'s cleanup.
+            task.add_done_callback(partial(self._request_done, request_id))
             if frame.message["method"] == methods.INITIALIZE:
                 self._opening = task
         elif kind is FrameKind.NOTIFICATION:
@@ -287,6 +305,14 @@ class Session:
                     await self._send(
                         jsonrpc.notification(f"notifications/{kind}/list_changed"), None
                     )
+
+    def _request_done(self, request_id: RequestId, task: asyncio.Task[None]) -> None:
+        if self._inflight.get(request_id) is task:
+            del self._inflight[request_id]
+
+    def in_flight(self, request_id: RequestId) -> bool:
+        """Whether the client's request `request_id` may still be answered."""
+        return request_id in self._inflight
 
     # ---- helpers -------------------------------------------------------------------------
 

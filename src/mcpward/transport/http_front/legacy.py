@@ -153,6 +153,9 @@ class LegacySession:
         finally:
             if self.live.get(key) is queue:
                 del self.live[key]
+            if not self.relay.in_flight(message["id"]):
+                # Cancelled (no answer will come): forget it, or the session stays busy for good.
+                self.pending.discard(key)
             self.last_used = time.monotonic()
 
     async def post_other(self, frame: Frame) -> None:
