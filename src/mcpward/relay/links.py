@@ -274,7 +274,12 @@ class UpstreamLink:
         loop = asyncio.get_running_loop()
         future: asyncio.Future[dict[str, Any]] = loop.create_future()
         self._pending[request_id] = future
-        if not self._enqueue(jsonrpc.request(request_id, method, params)):
+        try:
+            queued = self._enqueue(jsonrpc.request(request_id, method, params))
+        except BaseException:  # e.g. params that cannot be serialised
+            self._pending.pop(request_id, None)
+            raise
+        if not queued:
             self._pending.pop(request_id, None)
             raise UpstreamError(self.id, UpstreamFailure.NOT_READING, "send queue full")
         limit = None if timeout == math.inf else (timeout or self.request_timeout_s)
