@@ -147,6 +147,20 @@ class GatewaySettings(Strict):
         default=120.0, gt=0, le=3600, description="Deadline for an upstream's answer to a request."
     )
     connect_timeout_s: float = Field(default=30.0, gt=0, le=600)
+    upstream_send_timeout_s: float = Field(
+        default=30.0,
+        gt=0,
+        le=3600,
+        description="An upstream that takes none of what is sent to it for this long is stuck: "
+        "its calls fail -32011 not_reading and it is restarted.",
+    )
+    upstream_send_queue_bytes: int = Field(
+        default=8 * 1024 * 1024,
+        ge=64 * 1024,
+        le=1024 * 1024 * 1024,
+        description="Bytes that may wait to be written to one upstream connection; past it a "
+        "request fails -32011 not_reading and a notification is dropped.",
+    )
     max_processes: int = Field(
         default=256,
         ge=1,

@@ -37,6 +37,7 @@ class UpstreamFailure(str, Enum):
     RESTARTING = "restarting"
     SHUTTING_DOWN = "shutting_down"
     CAPACITY = "capacity"  # a cap on upstream processes is reached; retry later
+    NOT_READING = "not_reading"  # it stopped reading what we send: its send queue is full or stuck
 
 
 # Set by our own upstream connectors on an error they make up (an upstream that could not be

@@ -201,6 +201,8 @@ class Gateway:
             on_message,
             on_state,
             self.metrics,
+            send_timeout_s=self.settings.upstream_send_timeout_s,
+            send_queue_bytes=self.settings.upstream_send_queue_bytes,
         )
 
     def _connect(self, upstream_id: str) -> UpstreamConnection:

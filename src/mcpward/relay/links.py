@@ -10,6 +10,7 @@ import contextlib
 import itertools
 import logging
 import math
+import time
 from collections.abc import Awaitable, Callable
 from enum import Enum
 from typing import Any
@@ -18,6 +19,7 @@ from mcpward.config.models import RestartPolicy
 from mcpward.protocol import jsonrpc, methods
 from mcpward.protocol.errors import UpstreamFailure
 from mcpward.relay.foreign_codes import without_gateway_codes
+from mcpward.relay.outbox import Outbox
 from mcpward.telemetry.metrics import GatewayMetrics
 from mcpward.transport.upstream import UpstreamConnection, UpstreamUnavailable
 
@@ -26,6 +28,12 @@ log = logging.getLogger("mcpward.relay")
 # (link, message, our request id whose stream carried it or None)
 MessageHandler = Callable[["UpstreamLink", dict[str, Any], Any], Awaitable[None]]
 StateHandler = Callable[["UpstreamLink"], Awaitable[None]]
+
+# An upstream that takes no bytes for this long is stuck (restarted); and what may wait for it.
+DEFAULT_SEND_TIMEOUT_S = 30.0
+DEFAULT_SEND_QUEUE_BYTES = 8 * 1024 * 1024
+DROP_LOG_INTERVAL_S = 10.0
+CLOSE_FLUSH_S = 0.5  # at close, how long what is queued (a cancellation, say) may take to leave
 
 
 class LinkState(Enum):
@@ -57,6 +65,8 @@ class UpstreamLink:
         on_message: MessageHandler,
         on_state: StateHandler,
         metrics: GatewayMetrics | None = None,
+        send_timeout_s: float = DEFAULT_SEND_TIMEOUT_S,
+        send_queue_bytes: int = DEFAULT_SEND_QUEUE_BYTES,
     ) -> None:
         self.connection = connection
         self._metrics = metrics  # None: metrics are not served
@@ -84,6 +94,14 @@ class UpstreamLink:
         # Bumped by every new connection (first start, restart, reconnect): what was read on an
         # earlier connection says nothing about what this one serves.
         self.generation = 0
+        # Sends never wait on the upstream: they queue here (bounded in bytes) for one writer
+        # task per connection, which writes under `send_timeout_s` (see `_write_loop`).
+        self.send_timeout_s = send_timeout_s
+        self.send_queue_bytes = send_queue_bytes
+        self._outbox: Outbox | None = None
+        self._writer: asyncio.Task[None] | None = None
+        self._dropped = 0  # notifications dropped since the last log line about it
+        self._dropped_logged_at = -math.inf
 
     @property
     def up(self) -> bool:
@@ -257,34 +275,34 @@ class UpstreamLink:
         future: asyncio.Future[dict[str, Any]] = loop.create_future()
         self._pending[request_id] = future
         try:
-            await self.connection.send(jsonrpc.request(request_id, method, params))
-        except UpstreamUnavailable as exc:
+            queued = self._enqueue(jsonrpc.request(request_id, method, params))
+        except BaseException:  # e.g. params that cannot be serialised
             self._pending.pop(request_id, None)
-            raise UpstreamError(self.id, exc.reason, exc.detail) from None
+            raise
+        if not queued:
+            self._pending.pop(request_id, None)
+            raise UpstreamError(self.id, UpstreamFailure.NOT_READING, "send queue full")
         limit = None if timeout == math.inf else (timeout or self.request_timeout_s)
-        # The deadline fails our own future (one timer handle): cheaper than asyncio.timeout,
-        # which this path would otherwise set up and tear down for every request.
+        # The deadline (armed once the request is queued, so it covers the send) fails our own
+        # future (one timer handle): cheaper than asyncio.timeout, which this path would
+        # otherwise set up and tear down for every request.
         deadline = loop.call_later(limit, _expire, future) if limit is not None else None
         try:
             return await future
         except TimeoutError:
             self._pending.pop(request_id, None)
-            with contextlib.suppress(UpstreamUnavailable):
-                await self.connection.send(
-                    jsonrpc.notification(
-                        methods.CANCELLED,
-                        {"requestId": request_id, "reason": "mcpward: deadline exceeded"},
-                    )
+            self._enqueue(
+                jsonrpc.notification(
+                    methods.CANCELLED,
+                    {"requestId": request_id, "reason": "mcpward: deadline exceeded"},
                 )
+            )
             raise UpstreamError(self.id, UpstreamFailure.TIMEOUT) from None
         except asyncio.CancelledError:
             if future.done() and not future.cancelled():
                 future.exception()  # retrieved: a deadline that fired as we were cancelled
             if self._pending.pop(request_id, None) is not None and self.state is LinkState.UP:
-                with contextlib.suppress(UpstreamUnavailable):
-                    await self.connection.send(
-                        jsonrpc.notification(methods.CANCELLED, {"requestId": request_id})
-                    )
+                self._enqueue(jsonrpc.notification(methods.CANCELLED, {"requestId": request_id}))
             raise
         finally:
             if deadline is not None:
@@ -302,13 +320,95 @@ class UpstreamLink:
         await self.send_raw(jsonrpc.notification(method, params))
 
     async def send_raw(self, message: dict[str, Any]) -> None:
+        """Queue a notification or a response; never waits on the upstream. Dropped (with a
+        rate-limited log line) if the upstream is down or its send queue is full."""
         if self.state is not LinkState.UP:
             log.debug("upstream %s down; dropped a %s", self.id, message.get("method", "response"))
             return
-        try:
-            await self.connection.send(message)
-        except UpstreamUnavailable as exc:
-            log.warning("upstream %s: send failed: %s", self.id, exc)
+        if not self._enqueue(message):
+            self._log_drop()
+
+    # ---- the outbound queue ----------------------------------------------------------------
+
+    def _enqueue(self, message: dict[str, Any]) -> bool:
+        """Queue `message` for this connection's writer; False if the queue is full."""
+        if self.state is not LinkState.UP:
+            return False
+        outbox = self._outbox
+        if outbox is None or outbox.generation != self.generation:
+            outbox = self._new_outbox()
+        return outbox.offer(message, jsonrpc.dumps(message))
+
+    def _new_outbox(self) -> Outbox:
+        """A fresh queue and writer for the current connection (what an earlier one had
+        queued was for a process that is gone)."""
+        old_writer = self._writer
+        if old_writer is not None and old_writer is not asyncio.current_task():
+            old_writer.cancel()
+        if self._outbox is not None:
+            self._outbox.drop_all()
+        outbox = self._outbox = Outbox(self.send_queue_bytes, self.generation)
+        self._writer = asyncio.create_task(self._write_loop(outbox), name=f"upstream-{self.id}-w")
+        return outbox
+
+    async def _write_loop(self, outbox: Outbox) -> None:
+        """Write queued frames in order; a frame the upstream does not take within the send
+        deadline means it stopped reading: it is marked unavailable and restarted."""
+        while True:
+            message, data = await outbox.take()
+            try:
+                if outbox.generation != self.generation or self.state is not LinkState.UP:
+                    continue  # queued for a connection that is gone
+                async with asyncio.timeout(self.send_timeout_s):
+                    await self.connection.send_encoded(message, data)
+            except TimeoutError:
+                outbox.drop_all()
+                await self._stuck(outbox)
+                return
+            except UpstreamUnavailable as exc:
+                if "method" in message and "id" in message:
+                    self._fail_one(message["id"], exc.reason)
+                else:
+                    log.warning("upstream %s: send failed: %s", self.id, exc)
+            finally:
+                outbox.written(data)
+
+    async def _stuck(self, outbox: Outbox) -> None:
+        """The upstream took nothing for `send_timeout_s`: answer its calls -32011
+        not_reading, stop its reader and (if enabled) restart it."""
+        if outbox.generation != self.generation or self.state is not LinkState.UP:
+            return
+        log.warning(
+            "upstream %s took no input for %.1fs; marking it unavailable",
+            self.id,
+            self.send_timeout_s,
+        )
+        reader, self._reader = self._reader, None
+        if reader is not None:
+            reader.cancel()  # it reads a process we are about to replace
+        await self._went_down(UpstreamFailure.NOT_READING, "send deadline passed")
+        if self._restarter is None and self.state is not LinkState.CLOSED:
+            await self.connection.close()  # no restart: release the stuck process now
+
+    def _log_drop(self) -> None:
+        self._dropped += 1
+        now = time.monotonic()
+        if now - self._dropped_logged_at >= DROP_LOG_INTERVAL_S:
+            log.warning(
+                "upstream %s is not reading its input; dropped %d notification(s)",
+                self.id,
+                self._dropped,
+            )
+            self._dropped = 0
+            self._dropped_logged_at = now
+
+    async def _flush_outbox(self) -> None:
+        """At close: let what is queued (a cancellation, say) leave, briefly."""
+        outbox = self._outbox
+        if outbox is None or self._writer is None or self._writer.done():
+            return
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(outbox.empty(), CLOSE_FLUSH_S)
 
     def _no_longer_up(self, reason: UpstreamFailure | None) -> None:
         """For /metrics: an up connection went away (reason: it failed; None: we closed it)."""
@@ -316,15 +416,17 @@ class UpstreamLink:
             self._metrics.link_down(self.id, reason.value if reason is not None else None)
 
     async def close(self) -> None:
+        if self.state is LinkState.UP:
+            await self._flush_outbox()
         self._no_longer_up(None)
         self.state = LinkState.CLOSED
         self._ready.clear()
-        for task in (self._restarter, self._reader):
+        for task in (self._restarter, self._reader, self._writer):
             if task is not None:
                 task.cancel()
         self._fail_pending(UpstreamFailure.SHUTTING_DOWN)
         await self.connection.close()
-        for task in (self._restarter, self._reader):
+        for task in (self._restarter, self._reader, self._writer):
             if task is not None:
                 with contextlib.suppress(asyncio.CancelledError, Exception):
                     await task

@@ -382,6 +382,11 @@ class DedicatedConnection(UpstreamConnection):
             raise UpstreamUnavailable(UpstreamFailure.NOT_CONNECTED, "process is not running")
         await self._conn.send(message)
 
+    async def send_encoded(self, message: dict[str, Any], data: bytes) -> None:
+        if self._conn is None:
+            raise UpstreamUnavailable(UpstreamFailure.NOT_CONNECTED, "process is not running")
+        await self._conn.send_encoded(message, data)
+
     async def receive(self) -> dict[str, Any]:
         if self._conn is None:
             raise UpstreamUnavailable(UpstreamFailure.NOT_CONNECTED)

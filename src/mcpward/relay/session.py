@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import itertools
 import logging
 from collections.abc import Awaitable, Callable
+from functools import partial
 from typing import Any, Protocol
 
 from mcpward.evidence.record import DecisionRecord
@@ -29,11 +29,16 @@ from mcpward.relay.live_contracts import ConnectionContracts
 from mcpward.relay.passthrough import Passthrough
 from mcpward.relay.process_pool import LOCAL, Tenant
 from mcpward.relay.routing import Routes
+from mcpward.relay.server_requests import ServerRequests
 from mcpward.relay.shared import SessionServices
 from mcpward.relay.state import SessionState
 from mcpward.relay.upstream_calls import UpstreamCalls
 
 log = logging.getLogger("mcpward.relay")
+
+# Requests of one client in flight at once; past it a request is refused at once (each holds a
+# task and its id, and a client chooses how many it sends).
+MAX_INFLIGHT_REQUESTS = 1024
 
 
 class Downstream(Protocol):
@@ -86,9 +91,8 @@ class Session:
             self._fetchers[upstream_id] = fetcher
             services.catalog.set_fetcher(upstream_id, fetcher)
         self._inflight: dict[RequestId, asyncio.Task[None]] = {}
-        self._server_requests: dict[int, tuple[UpstreamLink, RequestId]] = {}
-        self._server_progress: dict[object, UpstreamLink] = {}
-        self._gw_ids = itertools.count(1)
+        # What upstreams asked the client and wait for (capped; forgotten on answer/cancel).
+        self.server_requests = ServerRequests()
         self._background: set[asyncio.Task[Any]] = set()
         self._closed = False
         self._opening: asyncio.Task[None] | None = None  # the client's initialize, while running
@@ -146,8 +150,21 @@ class Session:
                     None,
                 )
                 return
+            if len(self._inflight) >= MAX_INFLIGHT_REQUESTS:
+                await self._send(
+                    jsonrpc.error(
+                        request_id,
+                        errors.INVALID_REQUEST,
+                        f"too many requests in flight (at most {MAX_INFLIGHT_REQUESTS}); "
+                        "send it again once some are answered",
+                    ),
+                    None,
+                )
+                return
             task = asyncio.create_task(self._serve(frame.message))
             self._inflight[request_id] = task
+            # A request cancelled before its task ran never reaches `_serve`'s cleanup.
+            task.add_done_callback(partial(self._request_done, request_id))
             if frame.message["method"] == methods.INITIALIZE:
                 self._opening = task
         elif kind is FrameKind.NOTIFICATION:
@@ -190,7 +207,7 @@ class Session:
             if task is not None:
                 task.cancel()
         elif method == methods.PROGRESS:
-            owner = self._server_progress.get(params.get("progressToken"))
+            owner = self.server_requests.progress_link(params.get("progressToken"))
             if owner is not None:
                 await owner.send_raw(message)
         else:
@@ -198,13 +215,11 @@ class Session:
                 await link.send_raw(message)
 
     async def _client_response(self, message: Message) -> None:
-        gw_id = message.get("id")
-        entry = self._server_requests.pop(gw_id, None) if isinstance(gw_id, int) else None
-        if entry is None:
+        waiting = self.server_requests.answered(message.get("id"))
+        if waiting is None:
             log.debug("client answered an unknown server request id; dropped")
             return
-        link, upstream_id = entry
-        await link.send_raw({**message, "id": upstream_id})
+        await waiting.link.send_raw({**message, "id": waiting.upstream_id})
 
     # ---- upstream -> gateway -----------------------------------------------------------
 
@@ -232,14 +247,10 @@ class Session:
         if method == methods.PROGRESS:
             related = self.calls.progress_owner.get(params.get("progressToken"), related)
         elif method == methods.CANCELLED:
-            upstream_rid = params.get("requestId")
-            for gw_id, (owner, rid) in list(self._server_requests.items()):
-                if owner is link and rid == upstream_rid:
-                    del self._server_requests[gw_id]
-                    message = {**message, "params": {**params, "requestId": gw_id}}
-                    break
-            else:
+            gw_id = self.server_requests.cancelled(link, params.get("requestId"))
+            if gw_id is None:
                 return
+            message = {**message, "params": {**params, "requestId": gw_id}}
         elif method in methods.LIST_CHANGED:
             # From now on nothing read before describes this connection: the next judged
             # request on it waits for a fresh read (started here, shared).
@@ -266,16 +277,25 @@ class Session:
                 )
             )
             return
-        gw_id = next(self._gw_ids)
-        self._server_requests[gw_id] = (link, upstream_rid)
-        params = message.get("params") or {}
-        meta = params.get("_meta") if isinstance(params, dict) else None
-        if isinstance(meta, dict) and "progressToken" in meta:
-            self._server_progress[meta["progressToken"]] = link
+        params = message.get("params")
+        gw_id = self.server_requests.add(
+            link, upstream_rid, params.get("_meta") if isinstance(params, dict) else None
+        )
+        if gw_id is None:
+            await link.send_raw(
+                jsonrpc.error(
+                    upstream_rid if isinstance(upstream_rid, (str, int)) else None,
+                    errors.INVALID_REQUEST,
+                    "mcpward: too many requests wait for the client (or the id is too long)",
+                )
+            )
+            return
         await self._send({**message, "id": gw_id}, related)
 
     async def _on_link_state(self, link: UpstreamLink) -> None:
         """An upstream went down or came back: its items change, so tell the client."""
+        if not link.up:
+            self.server_requests.forget_link(link)  # a new process will not know those ids
         if link.up:
             await self.contracts_of(link).current()  # a new connection: read what it serves
         if self.state.era is not None:
@@ -285,6 +305,14 @@ class Session:
                     await self._send(
                         jsonrpc.notification(f"notifications/{kind}/list_changed"), None
                     )
+
+    def _request_done(self, request_id: RequestId, task: asyncio.Task[None]) -> None:
+        if self._inflight.get(request_id) is task:
+            del self._inflight[request_id]
+
+    def in_flight(self, request_id: RequestId) -> bool:
+        """Whether the client's request `request_id` may still be answered."""
+        return request_id in self._inflight
 
     # ---- helpers -------------------------------------------------------------------------
 

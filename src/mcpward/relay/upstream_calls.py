@@ -9,8 +9,35 @@ from typing import Any
 
 from mcpward.protocol.jsonrpc import Message, RequestId
 from mcpward.relay.links import UpstreamLink
+from mcpward.relay.server_requests import rememberable
 
 LinkOpener = Callable[[UpstreamLink], Awaitable[None]]
+
+
+class ProgressOwners:
+    """The client's progress token of each request in flight -> that request's id. Only short
+    string or integer tokens are kept (a long or odd one is the client's to lose: its progress
+    notifications then follow the stream that carried them, or none)."""
+
+    def __init__(self) -> None:
+        self._owners: dict[Any, RequestId] = {}
+
+    def __len__(self) -> int:
+        return len(self._owners)
+
+    def claim(self, token: object, client_rid: RequestId) -> bool:
+        """Remember `token` for `client_rid`; False if it is not kept (odd, or in use)."""
+        if not rememberable(token) or token in self._owners:
+            return False
+        self._owners[token] = client_rid
+        return True
+
+    def release(self, token: object, client_rid: RequestId) -> None:
+        if rememberable(token) and self._owners.get(token) == client_rid:
+            del self._owners[token]
+
+    def get(self, token: object, default: RequestId | None = None) -> RequestId | None:
+        return self._owners.get(token, default) if rememberable(token) else default
 
 
 class UpstreamCalls:
@@ -18,7 +45,7 @@ class UpstreamCalls:
 
     def __init__(self, open_link: LinkOpener) -> None:
         self._open_link = open_link
-        self.progress_owner: dict[object, RequestId] = {}
+        self.progress_owner = ProgressOwners()
         # (upstream id, str(our request id)) -> the client's request id, while it is in flight:
         # what an upstream says about a request (its HTTP stream, a subscription tag) names
         # our id; the client knows the request by its own.
@@ -37,9 +64,10 @@ class UpstreamCalls:
         await self._open_link(link)
         token = None
         meta = params.get("_meta") if params else None
-        if isinstance(meta, dict) and "progressToken" in meta:
+        if isinstance(meta, dict) and self.progress_owner.claim(
+            meta.get("progressToken"), client_rid
+        ):
             token = meta["progressToken"]
-            self.progress_owner[token] = client_rid
         self.routes[client_rid] = link.id
         key = (link.id, str(link.new_request_id()))
         self.owners[key] = client_rid
@@ -49,7 +77,7 @@ class UpstreamCalls:
             self.routes.pop(client_rid, None)
             self.owners.pop(key, None)
             if token is not None:
-                self.progress_owner.pop(token, None)
+                self.progress_owner.release(token, client_rid)
 
     def owner(self, link: UpstreamLink, ours: Any) -> RequestId | None:
         """The client request behind our request id `ours` to this link, while in flight."""

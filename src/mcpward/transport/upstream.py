@@ -39,6 +39,11 @@ class UpstreamConnection(ABC):
     async def send(self, message: dict[str, Any]) -> None:
         """Send one JSON-RPC message. Raises UpstreamUnavailable if the upstream is gone."""
 
+    async def send_encoded(self, message: dict[str, Any], data: bytes) -> None:
+        """Send `message`, already serialised as `data` (the relay measures what it queues);
+        connectors that write bytes override this to skip serialising twice."""
+        await self.send(message)
+
     @abstractmethod
     async def receive(self) -> dict[str, Any]:
         """The next message from the upstream. Raises UpstreamUnavailable when it is gone.

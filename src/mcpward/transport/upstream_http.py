@@ -56,6 +56,9 @@ GET_STREAM_MAX_FAILURES = 5
 MAX_RETRY_S = 30.0
 DELETE_TIMEOUT_S = 2.0
 DRAIN_S = 5.0
+# Bytes of received messages the relay has not taken yet; past it the streams are not read on
+# (TCP holds the rest upstream), so a fast upstream and a slow client cost bounded memory.
+INBOX_CAP_BYTES = 16 * 1024 * 1024
 
 
 def endpoint_identity(url: str) -> str:
@@ -97,9 +100,12 @@ class HttpUpstreamConnection(UpstreamConnection):
         self._digest = canonical_sha256({"kind": "http", "url": endpoint_identity(spec.url)})
         self._client: aiohttp.ClientSession | None = None
         # (message, id of our request whose stream carried it, or None) or the end of the line
-        self._inbox: asyncio.Queue[tuple[dict[str, Any], Any] | UpstreamUnavailable] = (
+        self._inbox: asyncio.Queue[tuple[dict[str, Any], Any, int] | UpstreamUnavailable] = (
             asyncio.Queue()
         )
+        self._inbox_bytes = 0
+        self._inbox_room = asyncio.Event()  # set while the inbox is under INBOX_CAP_BYTES
+        self._inbox_room.set()
         self._headers: dict[str, str] = {}
         self._session_id: str | None = None
         self._protocol_version: str | None = None
@@ -136,6 +142,8 @@ class HttpUpstreamConnection(UpstreamConnection):
                 ) from None
         self._headers = headers
         self._inbox = asyncio.Queue()
+        self._inbox_bytes = 0
+        self._inbox_room.set()
         self._session_id = None
         self._protocol_version = None
         self._failed = False
@@ -174,18 +182,32 @@ class HttpUpstreamConnection(UpstreamConnection):
         item = await self._inbox.get()
         if isinstance(item, UpstreamUnavailable):
             raise item
-        return item
+        message, related, size = item
+        self._inbox_bytes -= size
+        if self._inbox_bytes < INBOX_CAP_BYTES:
+            self._inbox_room.set()
+        return message, related
 
-    def _queue(self, message: dict[str, Any], related: Any = None) -> None:
-        self._inbox.put_nowait((message, related))
+    def _queue(self, message: dict[str, Any], related: Any = None, size: int = 0) -> None:
+        self._inbox.put_nowait((message, related, size))
+        self._inbox_bytes += size
+        if self._inbox_bytes >= INBOX_CAP_BYTES:
+            self._inbox_room.clear()
+
+    async def _room(self) -> None:
+        """Before reading on: wait while the relay has INBOX_CAP_BYTES still to take."""
+        if not self._inbox_room.is_set():
+            await self._inbox_room.wait()
 
     # ---- sending -------------------------------------------------------------------------
 
     async def send(self, message: dict[str, Any]) -> None:
+        await self.send_encoded(message, jsonrpc.dumps(message))
+
+    async def send_encoded(self, message: dict[str, Any], data: bytes) -> None:
         client = self._client
         if client is None or self._failed:
             raise UpstreamUnavailable(UpstreamFailure.NOT_CONNECTED, "not connected")
-        data = jsonrpc.dumps(message)
         if len(data) > self.max_frame_bytes:
             raise UpstreamUnavailable(UpstreamFailure.FRAME_TOO_LARGE, f"{len(data)} bytes")
         method = message.get("method")
@@ -341,6 +363,7 @@ class HttpUpstreamConnection(UpstreamConnection):
                         retry_s = min(event.retry_ms / 1000.0, MAX_RETRY_S)
                     if self._take_event(event, request_id, method):
                         answered = True
+                await self._room()
                 if answered:
                     # The server ends the stream after the answer; reading to its end lets the
                     # connection be reused instead of being torn down.
@@ -365,7 +388,7 @@ class HttpUpstreamConnection(UpstreamConnection):
             if isinstance(parsed, dict) and ("result" in parsed or "error" in parsed):
                 if parsed.get("id") is None and "error" in parsed:
                     parsed = {**parsed, "id": request_id}  # an HTTP-level rejection of our request
-                self._deliver(parsed, method, request_id)
+                self._deliver(parsed, method, request_id, len(body))
                 return None, 0.0
         self._queue(
             errors.made_by_gateway(
@@ -405,17 +428,19 @@ class HttpUpstreamConnection(UpstreamConnection):
         if not isinstance(parsed, dict):
             return False
         answers = request_id is not None and parsed.get("id") == request_id
-        self._deliver(parsed, method if answers else None, request_id)
+        self._deliver(parsed, method if answers else None, request_id, len(event.data))
         return "method" not in parsed and answers
 
-    def _deliver(self, message: dict[str, Any], method: str | None, related: Any) -> None:
+    def _deliver(
+        self, message: dict[str, Any], method: str | None, related: Any, size: int = 0
+    ) -> None:
         result = message.get("result")
         if isinstance(result, dict) and "method" not in message:
             if method == methods.INITIALIZE and isinstance(result.get("protocolVersion"), str):
                 self._protocol_version = result["protocolVersion"]
             elif method == methods.TOOLS_LIST:
                 self._learn_param_headers(result)
-        self._queue(message, related)
+        self._queue(message, related, size)
 
     def _learn_param_headers(self, result: Mapping[str, Any]) -> None:
         tools = result.get("tools")
@@ -481,6 +506,7 @@ class HttpUpstreamConnection(UpstreamConnection):
                                     retry_s = min(event.retry_ms / 1000.0, MAX_RETRY_S)
                                 if not event.oversized:
                                     self._take_event(event, None, "")
+                            await self._room()
                         last_id = decoder.last_event_id or last_id
             except (aiohttp.ClientError, TimeoutError, EgressBlocked):
                 failures += 1

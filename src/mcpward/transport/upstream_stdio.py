@@ -130,10 +130,13 @@ class StdioUpstreamConnection(UpstreamConnection):
                 log.info("[%s] %s", self.upstream_id, text[:2000])
 
     async def send(self, message: dict[str, Any]) -> None:
+        await self.send_encoded(message, jsonrpc.dumps(message))
+
+    async def send_encoded(self, message: dict[str, Any], data: bytes) -> None:
+        """Write one frame; waits (for the caller's deadline) while the pipe is full."""
         proc = self._proc
         if proc is None or proc.stdin is None or proc.returncode is not None:
             raise UpstreamUnavailable(UpstreamFailure.NOT_CONNECTED, "process is not running")
-        data = jsonrpc.dumps(message)
         if len(data) > self.max_frame_bytes:
             raise UpstreamUnavailable(UpstreamFailure.FRAME_TOO_LARGE, f"{len(data)} bytes")
         batch = self._batch

@@ -35,6 +35,7 @@ from mcpward.transport.http_front.console_mount import (
     is_console_path,
     serve_console,
 )
+from mcpward.transport.http_front.event_log import EventBudget
 from mcpward.transport.http_front.headers import RequestHeaders, read_headers, repeat_refusal
 from mcpward.transport.http_front.health import HEALTH_PATHS, HealthProbe
 from mcpward.transport.http_front.legacy import (
@@ -105,8 +106,15 @@ class HttpFrontApp:
         self.front = front
         self.auth = authenticator
         self.policy = HostOriginPolicy.for_front(front, bound_port)
-        self.legacy = LegacySessions(gateway, front.max_sessions, front.session_idle_timeout_s)
-        self.modern = ModernPool(gateway, front.max_sessions)
+        self.legacy = LegacySessions(
+            gateway,
+            front.max_sessions,
+            front.session_idle_timeout_s,
+            stream_cap_bytes=front.max_stream_buffer_bytes,
+            log_bytes=front.max_event_log_bytes_per_session,
+            budget=EventBudget(front.max_event_log_bytes),
+        )
+        self.modern = ModernPool(gateway, front.max_sessions, front.max_stream_buffer_bytes)
         self.param_headers = ParamHeaderCheck()
         host = f"[{front.host}]" if ":" in front.host else front.host
         self.resource = (

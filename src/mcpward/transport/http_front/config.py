@@ -14,6 +14,9 @@ from mcpward.secret_refs import SecretRef
 
 DEFAULT_PORT = 8931
 DEFAULT_BODY_CAP = 4 * 1024 * 1024
+DEFAULT_STREAM_BUFFER = 4 * 1024 * 1024
+DEFAULT_EVENT_LOG_SESSION = 4 * 1024 * 1024
+DEFAULT_EVENT_LOG_TOTAL = 64 * 1024 * 1024
 
 
 class HttpFrontRefused(ValueError):
@@ -94,6 +97,28 @@ class HttpFront(BaseModel):
         ge=1,
         le=1_000_000,
         description="Connections open at once; the next one gets 503 and is closed.",
+    )
+    max_stream_buffer_bytes: int = Field(
+        default=DEFAULT_STREAM_BUFFER,
+        ge=64 * 1024,
+        le=1024 * 1024 * 1024,
+        description="Bytes one SSE stream may hold for a client that does not read it; past "
+        "it the stream is closed (handshake era: resumable with Last-Event-ID; 2026-07-28: "
+        "the request is cancelled).",
+    )
+    max_event_log_bytes_per_session: int = Field(
+        default=DEFAULT_EVENT_LOG_SESSION,
+        ge=64 * 1024,
+        le=1024 * 1024 * 1024,
+        description="Bytes of events a handshake-era session keeps for Last-Event-ID replay "
+        "(also at most 1,000 events); the oldest go first.",
+    )
+    max_event_log_bytes: int = Field(
+        default=DEFAULT_EVENT_LOG_TOTAL,
+        ge=64 * 1024,
+        le=16 * 1024 * 1024 * 1024,
+        description="Bytes of replayable events all sessions keep together; past it the "
+        "process's oldest events go first, whichever session they belong to.",
     )
 
     @model_validator(mode="after")

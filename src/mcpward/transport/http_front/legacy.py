@@ -9,11 +9,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import itertools
 import logging
+import math
 import secrets
 import time
-from collections import OrderedDict
 from typing import TYPE_CHECKING, Any
 
 from mcpward.pipeline.context import Identity
@@ -22,6 +21,12 @@ from mcpward.protocol.eras import HANDSHAKE_VERSIONS
 from mcpward.protocol.jsonrpc import Frame, FrameKind, Message, RequestId
 from mcpward.protocol.outgoing import encode_outgoing
 from mcpward.relay.gateway import tenant_of
+from mcpward.transport.http_front.event_log import (
+    DEFAULT_SESSION_BYTES,
+    Event,
+    EventBudget,
+    EventLog,
+)
 from mcpward.transport.http_front.mailbox import Mailbox
 from mcpward.transport.http_front.responses import (
     SSE_HEADERS,
@@ -44,14 +49,15 @@ PING_INTERVAL_S = 15.0
 # A quick answer is sent as one JSON body (two writes instead of four, no SSE parsing); a slow
 # or chatty request switches to SSE, so priming and keep-alive pings still reach the client.
 JSON_WINDOW_S = 1.0
-MAX_EVENTS = 1000
 GET_STREAM = "get"
 PING = b": ping\n\n"
 PRIMING_FROM = "2025-11-25"  # older clients cannot parse an event with empty data
 
-Event = tuple[str, bytes | None, bool]  # (event id, data or None for priming, final)
 DROPPED: Event = ("", None, True)  # put on a stream's queue when its client disconnects
 WINDOW_OVER: Event = ("", None, False)  # put on a request's queue when its JSON window ends
+# put on a stream's queue when its client fell behind
+OVERFLOWED: Event = ("overflowed", None, False)
+OVERFLOW_LOG_INTERVAL_S = 10.0
 Events = Mailbox[Event | None]  # None: nothing more will come on the stream
 
 
@@ -59,46 +65,25 @@ def stream_key(request_id: RequestId) -> str:
     return f"r:{type(request_id).__name__}:{request_id}"
 
 
-class EventLog:
-    """The session's recent events by id, for replay after a dropped stream."""
-
-    def __init__(self, max_events: int = MAX_EVENTS) -> None:
-        self._max = max_events
-        self._events: OrderedDict[str, tuple[str, bytes | None, bool]] = OrderedDict()
-        self._ids = itertools.count(1)
-
-    def append(self, stream: str, data: bytes | None, final: bool) -> str:
-        event_id = str(next(self._ids))
-        self._events[event_id] = (stream, data, final)
-        while len(self._events) > self._max:
-            self._events.popitem(last=False)
-        return event_id
-
-    def after(self, event_id: str) -> tuple[str, list[Event]] | None:
-        """The stream `event_id` belongs to, and that stream's later events."""
-        entry = self._events.get(event_id)
-        if entry is None:
-            return None
-        stream = entry[0]
-        later: list[Event] = []
-        seen = False
-        for eid, (sid, data, final) in self._events.items():
-            if eid == event_id:
-                seen = True
-            elif seen and sid == stream and data is not None:
-                later.append((eid, data, final))
-        return stream, later
-
-
 class LegacySession:
     """One client session; it is the relay session's Downstream."""
 
-    def __init__(self, session_id: str, binding: str, identity: Identity) -> None:
+    def __init__(
+        self,
+        session_id: str,
+        binding: str,
+        identity: Identity,
+        log_bytes: int = DEFAULT_SESSION_BYTES,
+        budget: EventBudget | None = None,
+        stream_cap_bytes: int | None = None,
+    ) -> None:
         self.id = session_id
         self.binding = binding
         self.identity = identity
         self.relay: Session | None = None
-        self.log = EventLog()
+        self.log = EventLog(max_bytes=log_bytes, budget=budget)
+        self.stream_cap_bytes = stream_cap_bytes  # what one stream may hold for a slow client
+        self._overflow_logged_at = -math.inf
         self.live: dict[str, Events] = {}
         self.pending: set[str] = set()  # request streams whose answer has not been sent yet
         self.last_used = time.monotonic()
@@ -109,6 +94,8 @@ class LegacySession:
     # ---- relay -> client ----------------------------------------------------------------------
 
     async def send(self, message: Message, related_request_id: RequestId | None) -> None:
+        if self.closed:
+            return  # the session is gone: nobody can read or resume its streams
         encoded = encode_outgoing(message)
         if encoded is None:
             return  # logged; nothing that cannot be written is kept or half-sent
@@ -127,8 +114,24 @@ class LegacySession:
             key = GET_STREAM
         event_id = self.log.append(key, data, final)
         queue = self.live.get(key)
-        if queue is not None:
-            queue.put_nowait((event_id, data, final))
+        if queue is not None and not queue.offer((event_id, data, final), len(data)):
+            self._overflow(key, queue)
+
+    def _overflow(self, key: str, queue: Events) -> None:
+        """A client does not read its stream: close it (once what was sent is written) and
+        queue nothing more for it; it resumes with Last-Event-ID from the event log."""
+        if self.live.get(key) is queue:
+            del self.live[key]
+        queue.put_nowait(OVERFLOWED)
+        now = time.monotonic()
+        if now - self._overflow_logged_at >= OVERFLOW_LOG_INTERVAL_S:
+            self._overflow_logged_at = now
+            log.warning(
+                "HTTP session %s…: a stream's client fell %d bytes behind; stream closed "
+                "(resumable with Last-Event-ID)",
+                self.id[:8],
+                queue.queued_bytes,
+            )
 
     # ---- client -> relay ----------------------------------------------------------------------
 
@@ -144,7 +147,7 @@ class LegacySession:
             await send_json(send, 400, body)
             return
         self.pending.add(key)
-        queue: Events = Mailbox()
+        queue: Events = Mailbox(self.stream_cap_bytes)
         self.live[key] = queue
         try:
             await self.relay.handle(Frame(FrameKind.REQUEST, message))
@@ -154,6 +157,9 @@ class LegacySession:
         finally:
             if self.live.get(key) is queue:
                 del self.live[key]
+            if not self.relay.in_flight(message["id"]):
+                # Cancelled (no answer will come): forget it, or the session stays busy for good.
+                self.pending.discard(key)
             self.last_used = time.monotonic()
 
     async def post_other(self, frame: Frame) -> None:
@@ -174,9 +180,9 @@ class LegacySession:
         if key in self.live:
             await send_status(send, 409, b"Conflict: this stream is already open")
             return
-        queue: Events = Mailbox()
+        queue: Events = Mailbox(self.stream_cap_bytes)
         for event in backlog:
-            queue.put_nowait(event)
+            queue.put_nowait(event, _size(event))  # bounded by the session's event log
         if key != GET_STREAM and key not in self.pending and not any(e[2] for e in backlog):
             queue.put_nowait(None)  # nothing more will come on that stream
         self.live[key] = queue
@@ -207,7 +213,7 @@ class LegacySession:
             backlog.append(queue.get_nowait())
         for event in backlog:
             if event is not WINDOW_OVER:  # the window may have ended as the first event came
-                queue.put_nowait(event)
+                queue.put_nowait(event, _size(event))
         return False
 
     async def _stream(
@@ -238,6 +244,8 @@ class LegacySession:
                     break
                 if event is DROPPED:
                     return  # a dropped stream; its events stay in the log for resumption
+                if event is OVERFLOWED:
+                    break  # end the stream; its events stay in the log for resumption
                 event_id, data, final = event
                 assert data is not None
                 body = encode_event(data, event_id)
@@ -254,6 +262,11 @@ class LegacySession:
         self.closed = True
         for queue in self.live.values():
             queue.put_nowait(None)
+        self.log.close()
+
+
+def _size(event: Event | None) -> int:
+    return len(event[1]) if event is not None and event[1] is not None else 0
 
 
 async def _watch_disconnect(receive: Receive, queue: Events) -> None:
@@ -269,10 +282,22 @@ def unsupported_version(version: str | None) -> bool:
 class LegacySessions:
     """The live handshake-era sessions, by the ids we minted; idle ones are closed."""
 
-    def __init__(self, gateway: Gateway, max_sessions: int, idle_timeout_s: float) -> None:
+    def __init__(
+        self,
+        gateway: Gateway,
+        max_sessions: int,
+        idle_timeout_s: float,
+        *,
+        stream_cap_bytes: int | None = None,
+        log_bytes: int = DEFAULT_SESSION_BYTES,
+        budget: EventBudget | None = None,
+    ) -> None:
         self.gateway = gateway
         self.max_sessions = max_sessions
         self.idle_timeout_s = idle_timeout_s
+        self.stream_cap_bytes = stream_cap_bytes
+        self.log_bytes = log_bytes
+        self.budget = budget if budget is not None else EventBudget()  # shared by every session
         self._sessions: dict[str, LegacySession] = {}
         self._reaper: asyncio.Task[None] | None = None
 
@@ -295,7 +320,14 @@ class LegacySessions:
                 return None
         if self.gateway.processes.refusal(tenant_of(identity, stateless=False)):
             return None  # a process cap is reached: refused before anything starts
-        session = LegacySession(secrets.token_urlsafe(24), binding, identity)
+        session = LegacySession(
+            secrets.token_urlsafe(24),
+            binding,
+            identity,
+            self.log_bytes,
+            self.budget,
+            self.stream_cap_bytes,
+        )
         session.relay = await self.gateway.open_session(session, identity, session.id)
         self._sessions[session.id] = session
         return session

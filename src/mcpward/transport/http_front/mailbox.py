@@ -1,5 +1,6 @@
 """A one-reader queue for a request's events: what asyncio.Queue does for this use, without its
-size limit, task accounting and waiter lists (a request makes one, so it is made per request)."""
+task accounting and waiter lists (a request makes one, so it is made per request), and with a
+byte count so a stream whose client does not read it cannot grow without bound."""
 
 from __future__ import annotations
 
@@ -11,16 +12,30 @@ T = TypeVar("T")
 
 
 class Mailbox(Generic[T]):
-    """Unbounded, one reader at a time; `put_nowait` from the event loop's thread."""
+    """One reader at a time; `put_nowait` from the event loop's thread. `offer` refuses what
+    would take the bytes waiting past `cap_bytes` (None: no cap); `put_nowait` never refuses
+    (markers, and an item taken and put back)."""
 
-    __slots__ = ("_items", "_waiter")
+    __slots__ = ("_items", "_waiter", "cap_bytes", "queued_bytes")
 
-    def __init__(self) -> None:
-        self._items: deque[T] = deque()
+    def __init__(self, cap_bytes: int | None = None) -> None:
+        self._items: deque[tuple[T, int]] = deque()
         self._waiter: asyncio.Future[None] | None = None
+        self.cap_bytes = cap_bytes
+        self.queued_bytes = 0
 
-    def put_nowait(self, item: T) -> None:
-        self._items.append(item)
+    def offer(self, item: T, size: int) -> bool:
+        """Queue `item` of `size` bytes unless it would pass the cap (an item alone always
+        fits: its own size is bounded elsewhere). False: nothing was queued."""
+        cap = self.cap_bytes
+        if cap is not None and self.queued_bytes and self.queued_bytes + size > cap:
+            return False
+        self.put_nowait(item, size)
+        return True
+
+    def put_nowait(self, item: T, size: int = 0) -> None:
+        self._items.append((item, size))
+        self.queued_bytes += size
         waiter = self._waiter
         if waiter is not None and not waiter.done():
             waiter.set_result(None)
@@ -30,7 +45,9 @@ class Mailbox(Generic[T]):
 
     def get_nowait(self) -> T:
         """The oldest item; IndexError if there is none."""
-        return self._items.popleft()
+        item, size = self._items.popleft()
+        self.queued_bytes -= size
+        return item
 
     async def get(self) -> T:
         while not self._items:
@@ -39,4 +56,4 @@ class Mailbox(Generic[T]):
                 await waiter
             finally:
                 self._waiter = None
-        return self._items.popleft()
+        return self.get_nowait()

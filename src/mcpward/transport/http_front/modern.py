@@ -9,6 +9,7 @@ import asyncio
 import contextlib
 import itertools
 import logging
+import math
 import time
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
@@ -59,6 +60,10 @@ SSE_PING_INTERVAL_S = 15.0
 WATCH_AFTER_S = 0.2
 GONE: tuple[bool, Message] = (True, {})  # put on a waiter's queue when its client disconnects
 PING: tuple[bool, Message] = (False, {})  # put on a waiter's queue when a keep-alive is due
+# put on a waiter's queue when its client fell behind (the stream closes: the cancellation)
+OVERFLOWED: tuple[bool, Message] = (False, {"overflowed": True})
+OVERFLOW_LOG_INTERVAL_S = 10.0
+_overflow_logged_at = [-math.inf]
 POOL_IDLE_S = 600.0
 DISCOVER_TIMEOUT_S = 30.0
 MAX_SCHEMAS = 1024  # tool schemas whose Mcp-Param-* header names are remembered
@@ -69,18 +74,41 @@ ROUTING_HEADERS = (MCP_PROTOCOL_VERSION_HEADER, MCP_METHOD_HEADER, MCP_NAME_HEAD
 class Waiter:
     """One POST waiting for its answer; collects the notifications that belong to it."""
 
-    __slots__ = ("_timer", "_watcher", "client_id", "done", "listen", "queue")
+    __slots__ = (
+        "_timer",
+        "_watcher",
+        "client_id",
+        "done",
+        "listen",
+        "overflowed",
+        "queue",
+        "streams",
+    )
 
-    def __init__(self, client_id: RequestId, listen: bool) -> None:
+    def __init__(
+        self, client_id: RequestId, listen: bool, stream_cap_bytes: int | None = None
+    ) -> None:
         self.client_id = client_id
         self.listen = listen
-        self.queue: Mailbox[tuple[bool, Message]] = Mailbox()
+        self.queue: Mailbox[tuple[bool, Message]] = Mailbox(stream_cap_bytes)
         self.done = False
+        self.streams = True  # False: answered as JSON, which has nowhere to put notifications
+        self.overflowed = False
         self._timer: asyncio.TimerHandle | None = None
         self._watcher: asyncio.Task[None] | None = None
 
     def put(self, message: Message, final: bool) -> None:
-        self.queue.put_nowait((final, message))
+        if final:
+            self.queue.put_nowait((final, message))  # the answer always goes (frame-capped)
+            return
+        if not self.streams or self.overflowed:
+            return
+        if not self.queue.offer((final, message), len(jsonrpc.dumps(message))):
+            # The client does not read its stream: close it (the cancellation at 2026-07-28)
+            # rather than hold what it does not take.
+            self.overflowed = True
+            self.queue.put_nowait(OVERFLOWED)
+            _log_overflow(self.queue.queued_bytes)
 
     def watch_later(self, receive: Receive, pings: bool) -> None:
         """After WATCH_AFTER_S: watch for the client's disconnect, and (SSE) queue a keep-alive
@@ -112,6 +140,16 @@ class Waiter:
             self._watcher = None
 
 
+def _log_overflow(queued_bytes: int) -> None:
+    now = time.monotonic()
+    if now - _overflow_logged_at[0] >= OVERFLOW_LOG_INTERVAL_S:
+        _overflow_logged_at[0] = now
+        log.warning(
+            "a 2026-07-28 stream's client fell %d bytes behind; stream closed (request cancelled)",
+            queued_bytes,
+        )
+
+
 def _own_subscription(message: Message, waiter: Waiter) -> Message:
     """The relay tags a subscription's notifications with our listen id (the POST's id in
     the pooled session); the client knows the subscription by its own listen request id."""
@@ -127,8 +165,9 @@ def _own_subscription(message: Message, waiter: Waiter) -> Message:
 class PooledSession:
     """A relay session serving one principal's stateless requests (ids remapped per POST)."""
 
-    def __init__(self) -> None:
+    def __init__(self, stream_cap_bytes: int | None = None) -> None:
         self.relay: Session | None = None
+        self.stream_cap_bytes = stream_cap_bytes  # what one request's stream may hold
         self.waiters: dict[int, Waiter] = {}
         self.ids = itertools.count(1)
         self.last_used = time.monotonic()
@@ -153,7 +192,7 @@ class PooledSession:
 
     def register(self, client_id: RequestId, listen: bool) -> tuple[int, Waiter]:
         gw_id = next(self.ids)
-        waiter = Waiter(client_id, listen)
+        waiter = Waiter(client_id, listen, self.stream_cap_bytes)
         self.waiters[gw_id] = waiter  # not idle while it waits: last_used is set on release
         return gw_id, waiter
 
@@ -165,9 +204,12 @@ class PooledSession:
 class ModernPool:
     """Relay sessions for stateless requests, one per (principal, effective consent ceiling)."""
 
-    def __init__(self, gateway: Gateway, max_sessions: int) -> None:
+    def __init__(
+        self, gateway: Gateway, max_sessions: int, stream_cap_bytes: int | None = None
+    ) -> None:
         self.gateway = gateway
         self.max_sessions = max_sessions
+        self.stream_cap_bytes = stream_cap_bytes
         self._sessions: dict[tuple[str, str], PooledSession] = {}
         self._lock = asyncio.Lock()
 
@@ -185,7 +227,7 @@ class ModernPool:
                     return None
                 if self.gateway.processes.refusal(tenant_of(identity, stateless=True)):
                     return None  # a process cap is reached: refused before anything starts
-                pooled = PooledSession()
+                pooled = PooledSession(self.stream_cap_bytes)
                 pooled.relay = await self.gateway.open_session(
                     pooled, identity, None, stateless=True
                 )
@@ -314,6 +356,7 @@ async def serve_request(
     assert relay is not None
     listen = body.get("method") == methods.SUBSCRIPTIONS_LISTEN
     gw_id, waiter = pooled.register(body["id"], listen)
+    waiter.streams = wants_sse
     waiter.watch_later(receive, pings=wants_sse)
     try:
         await relay.handle(Frame(FrameKind.REQUEST, {**body, "id": gw_id}))
@@ -348,6 +391,11 @@ async def _answer(waiter: Waiter, wants_sse: bool, send: Send) -> None:
         while True:
             item = await waiter.queue.get()
             if item is GONE:
+                return
+            if item is OVERFLOWED:
+                if not committed:
+                    await _start_sse(send)
+                await _chunk(send, b"", more=False)  # ended without an answer
                 return
             if item is PING:
                 if not committed:
