@@ -5,6 +5,8 @@ has been read for the pin check (docs/contracts.md, "The one invariant").
 
 from __future__ import annotations
 
+import asyncio
+import logging
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -13,7 +15,7 @@ from typing import Any
 from mcpward.evidence.record import DecisionRecord
 from mcpward.pipeline.executor import Outcome
 from mcpward.pipeline.phases import Phase
-from mcpward.protocol import jsonrpc, methods
+from mcpward.protocol import errors, jsonrpc, methods
 from mcpward.protocol.jsonrpc import Message
 from mcpward.relay import replies
 from mcpward.relay.links import UpstreamError, UpstreamLink
@@ -24,6 +26,8 @@ from mcpward.relay.state import SessionState
 from mcpward.relay.traced import CallTracer, Handler
 from mcpward.relay.unrelayed import without_task_augmentation
 from mcpward.relay.upstream_calls import LinkOpener, UpstreamCalls
+
+log = logging.getLogger("mcpward.relay")
 
 Record = Callable[[DecisionRecord], Awaitable[None]]
 ContractsOf = Callable[[UpstreamLink], ConnectionContracts]
@@ -77,6 +81,59 @@ class JudgedCalls:
             self.handle = tracer.calls(self.judge)
 
     async def judge(self, message: Message) -> Message:
+        """Judge one call. Every decision leaves a receipt, an internal failure too: it is
+        answered -32012 with an incident id, and its receipt names that incident."""
+        opened: list[DecisionRecord] = []  # the call's record, once it has one
+        t0 = time.perf_counter()
+        try:
+            return await self._judge(message, opened)
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            reply = replies.internal(message.get("id"), str(message.get("method")))
+        return await self._record_incident(message, opened, reply, t0)
+
+    async def _record_incident(
+        self, message: Message, opened: list[DecisionRecord], reply: Message, t0: float
+    ) -> Message:
+        incident = replies.incident_of(reply) or "unknown"
+        if opened:
+            record = opened[0]
+        else:  # it failed before the call was routed: what is known of it
+            params = message.get("params")
+            name = params.get("name", params.get("uri")) if isinstance(params, dict) else None
+            record = DecisionRecord(
+                started_at=time.time(),
+                method=str(message.get("method")),
+                upstream=None,
+                name=name if isinstance(name, str) else None,
+                decision="error",
+                session_id=self.state.session_id,
+                identity=self.state.identity,
+            )
+        record.decision = "error"
+        record.error_code = errors.GATEWAY_INTERNAL
+        record.error_reason = f"incident_{incident}"
+        record.gateway_ms = (time.perf_counter() - t0) * 1000.0 - (record.upstream_ms or 0.0)
+        try:
+            await self.record(record)
+        except Exception as first:
+            # The payloads may be what failed (not JSON: a lone surrogate, a cycle): the
+            # receipt is kept without their hashes rather than lost.
+            record.arguments = None
+            record.result = None
+            try:
+                await self.record(record)
+            except Exception as exc:
+                log.error(
+                    "incident %s: its receipt could not be recorded (%s, then %s)",
+                    incident,
+                    type(first).__name__,
+                    type(exc).__name__,
+                )
+        return reply
+
+    async def _judge(self, message: Message, opened: list[DecisionRecord]) -> Message:
         state = self.state
         request_id = message["id"]
         method = message["method"]
@@ -125,6 +182,7 @@ class JudgedCalls:
             identity=state.identity,
             arguments=payload,
         )
+        opened.append(record)
         out = Outcome(payload=payload)
         if pipeline.reads_contracts:
             # The invariant: the connection this request will travel on is open, and what it
@@ -225,9 +283,13 @@ class JudgedCalls:
 
 
 def with_warnings(result: dict[str, Any], warnings: list[str], method: str) -> dict[str, Any]:
-    """Show guard warnings to the model (a text block) and to tooling (_meta)."""
+    """Show guard warnings to the model (a text block) and to tooling (_meta).
+
+    MCP's `_meta` is an object; the link refuses an answer whose `_meta` is not one
+    (relay/upstream_frames.py), and should a guard leave one here it is replaced, not merged."""
     result = dict(result)
-    meta = dict(result.get("_meta") or {})
+    old_meta = result.get("_meta")
+    meta = dict(old_meta) if isinstance(old_meta, dict) else {}
     meta["dev.mcpward/warnings"] = list(warnings)
     result["_meta"] = meta
     text = "\n".join(f"[mcpward warning] {w}" for w in warnings)
