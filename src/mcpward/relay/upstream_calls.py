@@ -37,8 +37,8 @@ class UpstreamCalls:
         await self._open_link(link)
         token = None
         meta = params.get("_meta") if params else None
-        if isinstance(meta, dict) and "progressToken" in meta:
-            token = meta["progressToken"]
+        if isinstance(meta, dict) and _is_token(meta.get("progressToken")):
+            token = meta["progressToken"]  # only a valid token is remembered (and hashable)
             self.progress_owner[token] = client_rid
         self.routes[client_rid] = link.id
         key = (link.id, str(link.new_request_id()))
@@ -64,3 +64,8 @@ class UpstreamCalls:
                 return owner
         candidates = [rid for rid, up in self.routes.items() if up == link.id]
         return candidates[0] if len(candidates) == 1 else None
+
+
+def _is_token(value: object) -> bool:
+    """MCP's progress token: a string or an integer."""
+    return isinstance(value, (str, int)) and not isinstance(value, bool)
