@@ -24,6 +24,7 @@ from mcpward.relay.links import (
     UpstreamLink,
 )
 from mcpward.relay.log_limits import LimitedLog
+from mcpward.relay.shared_process import SharedLease, SharedProcess
 from mcpward.transport.upstream import UpstreamConnection, UpstreamUnavailable
 
 HANG_GUARD_S = 10.0
@@ -330,3 +331,35 @@ def test_the_limited_log_allows_n_lines_a_window_then_counts(
     messages = [r.getMessage() for r in caplog.records]
     assert "u: 97 more bad lines were suppressed" in messages
     assert messages[-1] == "line again"
+
+
+# ---- a process shared by several sessions --------------------------------------------------
+
+
+async def test_a_shared_process_reader_survives_a_frame_it_cannot_route() -> None:
+    conn = ScriptedConnection()
+    process = SharedProcess(conn)
+    gone: list[SharedProcess] = []
+    process.on_gone = gone.append
+    process.alive = True
+    lease = SharedLease("scripted", "d", attach=None)  # type: ignore[arg-type]
+    process.leases.add(lease)
+    process._reader = asyncio.create_task(process._read_loop())
+    try:
+        await process.send(lease, {"jsonrpc": "2.0", "id": "L1", "method": "tools/call"})
+        ours = conn.sent[-1]["id"]
+        for frame in (
+            {"jsonrpc": "2.0", "id": [ours], "result": {}},
+            {"jsonrpc": "2.0", "id": {"a": ours}, "result": {}},
+            {"jsonrpc": "2.0", "method": "notifications/progress", "params": {"progressToken": []}},
+            {"jsonrpc": "2.0", "id": ours, "result": {"content": []}},
+        ):
+            conn.inbox.put_nowait((frame, None))
+        lease.process = process
+        answer = await asyncio.wait_for(lease.receive(), HANG_GUARD_S)
+        assert answer == {"jsonrpc": "2.0", "id": "L1", "result": {"content": []}}
+        assert not gone and not process._reader.done()
+    finally:
+        process._reader.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await process._reader
