@@ -307,6 +307,7 @@ def test_the_frame_checks_name_the_problem_without_values() -> None:
         _frame, problem = upstream_frames.check(message)
         assert problem is not None and secret not in problem
     assert upstream_frames.check({"jsonrpc": "2.0", "id": 1, "result": {}})[1] is None
+    assert upstream_frames.check({"jsonrpc": "2.0", "id": 1, "result": {"_meta": None}})[1] is None
     assert (
         upstream_frames.check({"jsonrpc": "2.0", "id": 1, "error": {"code": 1, "message": ""}})[1]
         is None

@@ -1,10 +1,10 @@
 """What an upstream may send, checked before anything reads a field of it.
 
 `protocol.jsonrpc.classify` checks the JSON-RPC 2.0 envelope; this adds the MCP shapes the relay
-relies on: an answer's `result` is an object whose `_meta`, if any, is an object, an error has an
-integer `code` (not a boolean) and a string `message`; a progress token or a cancelled request
-id is a string or an integer. Each check returns a short fixed text naming the problem (safe to
-log: never a value from the frame), or None if the frame is fine.
+relies on: an answer's `result` is an object whose `_meta`, unless absent or null, is an object;
+an error has an integer `code` (not a boolean) and a string `message`; a progress token or a
+cancelled request id is a string or an integer. Each check returns a short fixed text naming
+the problem (safe to log: never a value from the frame), or None if the frame is fine.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ def _is_id(value: object) -> bool:
 
 def _meta_problem(container: dict[str, Any], where: str) -> str | None:
     meta = container.get("_meta")
-    if meta is None and "_meta" not in container:
+    if meta is None:  # absent, or null (sloppy but harmless: read as absent)
         return None
     if not isinstance(meta, dict):
         return f"{where} _meta is not an object"
