@@ -23,6 +23,7 @@ from mcpward.relay.links import (
     UpstreamError,
     UpstreamLink,
 )
+from mcpward.relay.lists import ListRelay
 from mcpward.relay.log_limits import LimitedLog
 from mcpward.relay.shared_process import SharedLease, SharedProcess
 from mcpward.transport.upstream import UpstreamConnection, UpstreamUnavailable
@@ -364,3 +365,18 @@ async def test_a_shared_process_reader_survives_a_frame_it_cannot_route() -> Non
         process._reader.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await process._reader
+
+
+async def test_a_list_that_fails_inside_the_gateway_is_recorded_with_its_incident() -> None:
+    class FailingList(ListRelay):
+        async def _handle(self, message: Any) -> Any:
+            raise ValueError("a tool description the upstream sent")
+
+    recorded: list[DecisionRecord] = []
+    relay = FailingList.__new__(FailingList)
+    relay.state = SimpleNamespace(session_id="s1", identity=None)  # type: ignore[assignment]
+    relay.record = strict_recorder(recorded)
+    reply = await relay.handle({"jsonrpc": "2.0", "id": 3, "method": "tools/list"})
+    incident = reply["error"]["data"]["incident"]
+    (receipt,) = recorded
+    assert receipt.method == "tools/list" and receipt.error_reason == f"incident_{incident}"

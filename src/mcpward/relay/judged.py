@@ -6,7 +6,6 @@ has been read for the pin check (docs/contracts.md, "The one invariant").
 from __future__ import annotations
 
 import asyncio
-import logging
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -15,9 +14,9 @@ from typing import Any
 from mcpward.evidence.record import DecisionRecord
 from mcpward.pipeline.executor import Outcome
 from mcpward.pipeline.phases import Phase
-from mcpward.protocol import errors, jsonrpc, methods
+from mcpward.protocol import jsonrpc, methods
 from mcpward.protocol.jsonrpc import Message
-from mcpward.relay import replies
+from mcpward.relay import incidents, replies
 from mcpward.relay.links import UpstreamError, UpstreamLink
 from mcpward.relay.live_contracts import ConnectionContracts
 from mcpward.relay.outcomes import decision_of
@@ -26,8 +25,6 @@ from mcpward.relay.state import SessionState
 from mcpward.relay.traced import CallTracer, Handler
 from mcpward.relay.unrelayed import without_task_augmentation
 from mcpward.relay.upstream_calls import LinkOpener, UpstreamCalls
-
-log = logging.getLogger("mcpward.relay")
 
 Record = Callable[[DecisionRecord], Awaitable[None]]
 ContractsOf = Callable[[UpstreamLink], ConnectionContracts]
@@ -91,47 +88,8 @@ class JudgedCalls:
             raise
         except Exception:
             reply = replies.internal(message.get("id"), str(message.get("method")))
-        return await self._record_incident(message, opened, reply, t0)
-
-    async def _record_incident(
-        self, message: Message, opened: list[DecisionRecord], reply: Message, t0: float
-    ) -> Message:
-        incident = replies.incident_of(reply) or "unknown"
-        if opened:
-            record = opened[0]
-        else:  # it failed before the call was routed: what is known of it
-            params = message.get("params")
-            name = params.get("name", params.get("uri")) if isinstance(params, dict) else None
-            record = DecisionRecord(
-                started_at=time.time(),
-                method=str(message.get("method")),
-                upstream=None,
-                name=name if isinstance(name, str) else None,
-                decision="error",
-                session_id=self.state.session_id,
-                identity=self.state.identity,
-            )
-        record.decision = "error"
-        record.error_code = errors.GATEWAY_INTERNAL
-        record.error_reason = f"incident_{incident}"
-        record.gateway_ms = (time.perf_counter() - t0) * 1000.0 - (record.upstream_ms or 0.0)
-        try:
-            await self.record(record)
-        except Exception as first:
-            # The payloads may be what failed (not JSON: a lone surrogate, a cycle): the
-            # receipt is kept without their hashes rather than lost.
-            record.arguments = None
-            record.result = None
-            try:
-                await self.record(record)
-            except Exception as exc:
-                log.error(
-                    "incident %s: its receipt could not be recorded (%s, then %s)",
-                    incident,
-                    type(first).__name__,
-                    type(exc).__name__,
-                )
-        return reply
+        record = opened[0] if opened else incidents.record_of(message, self.state)
+        return await incidents.record_incident(self.record, record, reply, t0)
 
     async def _judge(self, message: Message, opened: list[DecisionRecord]) -> Message:
         state = self.state
