@@ -29,7 +29,7 @@ FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 sys.path.insert(0, str(FIXTURES))
 import hostile_upstream  # noqa: E402  (the fixture's planted values and its list of bad answers)
 
-HANG_GUARD_S = 60.0
+HANG_GUARD_S = 180.0
 PLANTED = (
     hostile_upstream.AWS_KEY,
     hostile_upstream.GITHUB_TOKEN,
@@ -53,7 +53,7 @@ async def gateway(directory: Path, *, level: str = "debug", **env: str) -> Async
     config = write_gateway_config(
         directory,
         [hostile(**env)],
-        gateway={"relist_interval_s": 0, "request_timeout_s": 20},
+        gateway={"relist_interval_s": 0, "request_timeout_s": 90},
     )
     text = config.read_text(encoding="utf-8").replace("level: debug", f"level: {level}")
     config.write_text(text, encoding="utf-8")
