@@ -278,9 +278,11 @@ class UpstreamLink:
     def _reader_ended(self, task: asyncio.Task[None]) -> None:
         """The reader stopped. After a clean close or a cancellation nothing is to be done; if it
         failed, or returned with the link still up, the link is marked down (and restarted)."""
-        if task.cancelled() or self.state is LinkState.CLOSED or task is not self._reader:
+        if task.cancelled():
             return
-        exc = task.exception()
+        exc = task.exception()  # retrieved, even for a reader already replaced
+        if self.state is LinkState.CLOSED or task is not self._reader:
+            return
         if exc is None and self.state is not LinkState.UP:
             return  # it saw the connection go and said so (_went_down)
         what = type(exc).__name__ if exc is not None else "returned"
