@@ -11,7 +11,6 @@ import itertools
 import logging
 import math
 import time
-from collections import deque
 from collections.abc import Awaitable, Callable
 from enum import Enum
 from typing import Any, TypeGuard
@@ -20,9 +19,8 @@ from mcpward.config.models import RestartPolicy
 from mcpward.protocol import errors, jsonrpc, methods
 from mcpward.protocol.errors import UpstreamFailure
 from mcpward.protocol.jsonrpc import FrameKind
-from mcpward.relay import upstream_frames
+from mcpward.relay import log_limits, upstream_frames
 from mcpward.relay.foreign_codes import without_gateway_codes
-from mcpward.relay.log_limits import LimitedLog
 from mcpward.telemetry.metrics import GatewayMetrics
 from mcpward.transport.upstream import UpstreamConnection, UpstreamUnavailable
 
@@ -31,18 +29,6 @@ log = logging.getLogger("mcpward.relay")
 # (link, message, our request id whose stream carried it or None)
 MessageHandler = Callable[["UpstreamLink", dict[str, Any], Any], Awaitable[None]]
 StateHandler = Callable[["UpstreamLink"], Awaitable[None]]
-
-
-# An upstream that sends this many invalid answers within the window is restarted: one bad answer
-# fails its call; a stream of them says the process is broken (or hostile) as a whole.
-INVALID_ANSWERS_BEFORE_RESTART = 5
-INVALID_ANSWER_WINDOW_S = 60.0
-_ANSWERS = (FrameKind.RESPONSE, FrameKind.ERROR)
-
-
-def _is_our_id(value: object) -> TypeGuard[int]:
-    """Our request ids are integers (never booleans)."""
-    return isinstance(value, int) and not isinstance(value, bool)
 
 
 class LinkState(Enum):
@@ -60,6 +46,18 @@ class UpstreamError(Exception):
         self.upstream = upstream
         self.reason = reason
         self.detail = detail
+
+
+# An upstream that sends this many invalid answers within the window is restarted: one bad answer
+# fails its call; a stream of them says the process is broken (or hostile) as a whole.
+INVALID_ANSWERS_BEFORE_RESTART = 5
+INVALID_ANSWER_WINDOW_S = 60.0
+_ANSWERS = (FrameKind.RESPONSE, FrameKind.ERROR)
+
+
+def _is_our_id(value: object) -> TypeGuard[int]:
+    """Our request ids are integers (never booleans)."""
+    return isinstance(value, int) and not isinstance(value, bool)
 
 
 class UpstreamLink:
@@ -88,6 +86,9 @@ class UpstreamLink:
         self._pending: dict[int, asyncio.Future[dict[str, Any]]] = {}
         self._reader: asyncio.Task[None] | None = None
         self._restarter: asyncio.Task[None] | None = None
+        self._down_task: asyncio.Future[None] | None = None  # set by _reader_ended
+        self._limited = log_limits.LimitedLog(log)  # what an upstream can make us log, bounded
+        self._invalid_answers: list[float] = []  # when this connection's invalid answers came
         # Set while the connection is usable: started and, after a restart, its handshake
         # replayed (a request must never reach a fresh process that was not initialized).
         self._ready = asyncio.Event()
@@ -101,9 +102,6 @@ class UpstreamLink:
         # Bumped by every new connection (first start, restart, reconnect): what was read on an
         # earlier connection says nothing about what this one serves.
         self.generation = 0
-        self._limited = LimitedLog(log)
-        self._invalid_answers: deque[float] = deque()  # when recent invalid answers came
-        self._down_task: asyncio.Future[None] | None = None  # set by _reader_ended
 
     @property
     def up(self) -> bool:
@@ -251,10 +249,9 @@ class UpstreamLink:
         if self.state is not LinkState.UP:
             return False
         now = time.monotonic()
-        recent = self._invalid_answers
+        recent = [t for t in self._invalid_answers if now - t <= INVALID_ANSWER_WINDOW_S]
         recent.append(now)
-        while recent and now - recent[0] > INVALID_ANSWER_WINDOW_S:
-            recent.popleft()
+        self._invalid_answers = recent  # at most INVALID_ANSWERS_BEFORE_RESTART entries
         return len(recent) >= INVALID_ANSWERS_BEFORE_RESTART
 
     async def _invalid_inbound(self, message: dict[str, Any], problem: str) -> None:
