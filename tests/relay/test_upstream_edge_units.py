@@ -24,8 +24,8 @@ from mcpward.relay.links import (
     UpstreamLink,
 )
 from mcpward.relay.lists import ListRelay
-from mcpward.relay.log_limits import LimitedLog
 from mcpward.relay.shared_process import SharedLease, SharedProcess
+from mcpward.telemetry.log_limits import LimitedLog
 from mcpward.transport.upstream import UpstreamConnection, UpstreamUnavailable
 
 HANG_GUARD_S = 10.0

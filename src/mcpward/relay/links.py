@@ -19,8 +19,9 @@ from mcpward.config.models import RestartPolicy
 from mcpward.protocol import errors, jsonrpc, methods
 from mcpward.protocol.errors import UpstreamFailure
 from mcpward.protocol.jsonrpc import FrameKind
-from mcpward.relay import log_limits, upstream_frames
+from mcpward.relay import upstream_frames
 from mcpward.relay.foreign_codes import without_gateway_codes
+from mcpward.telemetry import log_limits
 from mcpward.telemetry.metrics import GatewayMetrics
 from mcpward.transport.upstream import UpstreamConnection, UpstreamUnavailable
 

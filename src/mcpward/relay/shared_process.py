@@ -18,8 +18,8 @@ from typing import Any
 from mcpward.protocol import errors, jsonrpc, methods
 from mcpward.protocol.eras import LATEST_HANDSHAKE, META_SUBSCRIPTION_ID
 from mcpward.protocol.errors import UpstreamFailure
-from mcpward.relay.log_limits import LimitedLog
 from mcpward.relay.merge import GATEWAY_INFO
+from mcpward.telemetry.log_limits import LimitedLog
 from mcpward.transport.upstream import UpstreamConnection, UpstreamUnavailable
 
 log = logging.getLogger("mcpward.relay")
