@@ -10,6 +10,8 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from mcpward.config.models import RestartPolicy
 from mcpward.evidence.receipt import payload_hashes
@@ -380,3 +382,84 @@ async def test_a_list_that_fails_inside_the_gateway_is_recorded_with_its_inciden
     incident = reply["error"]["data"]["incident"]
     (receipt,) = recorded
     assert receipt.method == "tools/list" and receipt.error_reason == f"incident_{incident}"
+
+
+# ---- generated answers -----------------------------------------------------------------------
+
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=8),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3)
+    ),
+    max_leaves=8,
+)
+ANSWER_KEYS = st.fixed_dictionaries(
+    {},
+    optional={
+        "jsonrpc": st.sampled_from(["2.0", "1.0", None, 2]) | JSON,
+        "result": JSON | st.fixed_dictionaries({}, optional={"_meta": JSON, "content": JSON}),
+        "error": JSON
+        | st.fixed_dictionaries(
+            {}, optional={"code": JSON | st.integers(), "message": JSON, "data": JSON}
+        ),
+    },
+)
+
+
+def strictly_valid(answer: dict[str, Any]) -> bool:
+    if answer.get("jsonrpc") != "2.0" or ("result" in answer) == ("error" in answer):
+        return False
+    if "result" in answer:
+        result = answer["result"]
+        return isinstance(result, dict) and (
+            result.get("_meta") is None or isinstance(result["_meta"], dict)
+        )
+    error = answer["error"]
+    return (
+        isinstance(error, dict)
+        and isinstance(error.get("code"), int)
+        and not isinstance(error["code"], bool)
+        and isinstance(error.get("message"), str)
+    )
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    keys=ANSWER_KEYS,
+    id_kind=st.sampled_from(["ours", "other", "json", "absent"]),
+    extra_id=JSON,
+)
+def test_any_answer_either_passes_valid_or_fails_its_call(
+    keys: dict[str, Any], id_kind: str, extra_id: Any
+) -> None:
+    """After any answer the reader lives, and the call got a valid answer or invalid_answer."""
+
+    async def scenario() -> None:
+        conn = ScriptedConnection()
+        link = make_link(conn)
+        await link.ensure_started()
+        try:
+
+            def frames(rid: int) -> dict[str, Any]:
+                ids = {"ours": rid, "other": rid + 1000, "json": extra_id}
+                answer = {**keys, **({"id": ids[id_kind]} if id_kind in ids else {})}
+                # then a valid answer: it settles the call if the first was dropped
+                conn.inbox.put_nowait((answer, rid))
+                return {"jsonrpc": "2.0", "id": rid, "result": {"sentinel": True}}
+
+            answering = asyncio.ensure_future(answer_when_sent(conn, frames))
+            try:
+                reply = await asyncio.wait_for(link.request_raw("tools/call", {}), HANG_GUARD_S)
+            except UpstreamError as exc:
+                assert exc.reason is UpstreamFailure.INVALID_ANSWER
+            else:
+                if reply.get("result") != {"sentinel": True}:  # the first answer was taken
+                    assert strictly_valid(reply) and reply["id"] == conn.sent[-1]["id"]
+            finally:
+                await answering
+            assert link._reader is not None and not link._reader.done()
+            assert await request(link, conn, ok)  # and the next call is answered
+        finally:
+            await link.close()
+
+    asyncio.run(scenario())
