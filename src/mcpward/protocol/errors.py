@@ -34,6 +34,7 @@ class UpstreamFailure(str, Enum):
     TIMEOUT = "timeout"
     FRAME_TOO_LARGE = "frame_too_large"
     UNPARSEABLE = "unparseable"
+    INVALID_ANSWER = "invalid_answer"  # an answer that is not valid JSON-RPC 2.0 / MCP
     RESTARTING = "restarting"
     SHUTTING_DOWN = "shutting_down"
     CAPACITY = "capacity"  # a cap on upstream processes is reached; retry later

@@ -5,6 +5,7 @@ has been read for the pin check (docs/contracts.md, "The one invariant").
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -15,7 +16,7 @@ from mcpward.pipeline.executor import Outcome
 from mcpward.pipeline.phases import Phase
 from mcpward.protocol import jsonrpc, methods
 from mcpward.protocol.jsonrpc import Message
-from mcpward.relay import replies
+from mcpward.relay import incidents, replies
 from mcpward.relay.links import UpstreamError, UpstreamLink
 from mcpward.relay.live_contracts import ConnectionContracts
 from mcpward.relay.outcomes import decision_of
@@ -77,6 +78,20 @@ class JudgedCalls:
             self.handle = tracer.calls(self.judge)
 
     async def judge(self, message: Message) -> Message:
+        """Judge one call. Every decision leaves a receipt, an internal failure too: it is
+        answered -32012 with an incident id, and its receipt names that incident."""
+        opened: list[DecisionRecord] = []  # the call's record, once it has one
+        t0 = time.perf_counter()
+        try:
+            return await self._judge(message, opened)
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            reply = replies.internal(message.get("id"), str(message.get("method")))
+        record = opened[0] if opened else incidents.record_of(message, self.state)
+        return await incidents.record_incident(self.record, record, reply, t0)
+
+    async def _judge(self, message: Message, opened: list[DecisionRecord]) -> Message:
         state = self.state
         request_id = message["id"]
         method = message["method"]
@@ -123,6 +138,7 @@ class JudgedCalls:
             identity=state.identity,
             arguments=payload,
         )
+        opened.append(record)
         out = Outcome(payload=payload)
         refusal = state.services.refused.get(upstream)
         if refusal is not None:  # refused before start (server_allowlist): it never runs
@@ -231,9 +247,13 @@ class JudgedCalls:
 
 
 def with_warnings(result: dict[str, Any], warnings: list[str], method: str) -> dict[str, Any]:
-    """Show guard warnings to the model (a text block) and to tooling (_meta)."""
+    """Show guard warnings to the model (a text block) and to tooling (_meta).
+
+    MCP's `_meta` is an object; the link refuses an answer whose `_meta` is not one
+    (relay/upstream_frames.py), and should a guard leave one here it is replaced, not merged."""
     result = dict(result)
-    meta = dict(result.get("_meta") or {})
+    old_meta = result.get("_meta")
+    meta = dict(old_meta) if isinstance(old_meta, dict) else {}
     meta["dev.mcpward/warnings"] = list(warnings)
     result["_meta"] = meta
     text = "\n".join(f"[mcpward warning] {w}" for w in warnings)

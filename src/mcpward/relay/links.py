@@ -13,13 +13,16 @@ import math
 import time
 from collections.abc import Awaitable, Callable
 from enum import Enum
-from typing import Any
+from typing import Any, TypeGuard
 
 from mcpward.config.models import RestartPolicy
-from mcpward.protocol import jsonrpc, methods
+from mcpward.protocol import errors, jsonrpc, methods
 from mcpward.protocol.errors import UpstreamFailure
+from mcpward.protocol.jsonrpc import FrameKind
+from mcpward.relay import upstream_frames
 from mcpward.relay.foreign_codes import without_gateway_codes
 from mcpward.relay.outbox import Outbox
+from mcpward.telemetry import log_limits
 from mcpward.telemetry.metrics import GatewayMetrics
 from mcpward.transport.upstream import UpstreamConnection, UpstreamUnavailable
 
@@ -53,6 +56,18 @@ class UpstreamError(Exception):
         self.detail = detail
 
 
+# An upstream that sends this many invalid answers within the window is restarted: one bad answer
+# fails its call; a stream of them says the process is broken (or hostile) as a whole.
+INVALID_ANSWERS_BEFORE_RESTART = 5
+INVALID_ANSWER_WINDOW_S = 60.0
+_ANSWERS = (FrameKind.RESPONSE, FrameKind.ERROR)
+
+
+def _is_our_id(value: object) -> TypeGuard[int]:
+    """Our request ids are integers (never booleans)."""
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
 class UpstreamLink:
     """Owns one UpstreamConnection for one session; routes its answers to waiting requests."""
 
@@ -81,6 +96,9 @@ class UpstreamLink:
         self._pending: dict[int, asyncio.Future[dict[str, Any]]] = {}
         self._reader: asyncio.Task[None] | None = None
         self._restarter: asyncio.Task[None] | None = None
+        self._down_task: asyncio.Future[None] | None = None  # set by _reader_ended
+        self._limited = log_limits.LimitedLog(log)  # what an upstream can make us log, bounded
+        self._invalid_answers: list[float] = []  # when this connection's invalid answers came
         # Set while the connection is usable: started and, after a restart, its handshake
         # replayed (a request must never reach a fresh process that was not initialized).
         self._ready = asyncio.Event()
@@ -160,7 +178,9 @@ class UpstreamLink:
         self.state = LinkState.UP
         if self._metrics is not None:
             self._metrics.link_up(self.id)
+        self._invalid_answers.clear()
         self._reader = asyncio.create_task(self._read_loop(), name=f"upstream-{self.id}")
+        self._reader.add_done_callback(self._reader_ended)
 
     async def _read_loop(self) -> None:
         conn = self.connection
@@ -172,29 +192,125 @@ class UpstreamLink:
                 return
             except asyncio.CancelledError:
                 raise
-            except Exception:
-                log.exception("upstream %s reader failed", self.id)
+            except Exception as exc:
+                log.error("upstream %s reader failed: %s", self.id, type(exc).__name__)
+                log.debug("upstream %s reader failure", self.id, exc_info=True)
                 await self._went_down(UpstreamFailure.UNPARSEABLE, "reader failed")
                 return
-            if message.get("__oversized__"):
-                self._fail_one(message.get("id"), UpstreamFailure.FRAME_TOO_LARGE)
-                continue
-            if "method" not in message and ("result" in message or "error" in message):
-                future = self._pending.pop(message.get("id"), None)  # type: ignore[arg-type]
-                if future is not None:
-                    if not future.done():
-                        future.set_result(without_gateway_codes(message))
-                    continue
             try:
-                await self._on_message(self, message, related)
-            except Exception:
-                log.exception("handling a message from upstream %s failed", self.id)
+                too_many = await self._take(message, related)
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # one message never stops the reader
+                if self._limited.log(
+                    logging.ERROR,
+                    self.id,
+                    "handler failure",
+                    "handling a message from upstream %s failed: %s",
+                    self.id,
+                    type(exc).__name__,
+                ):
+                    log.debug("upstream %s handler failure", self.id, exc_info=True)
+                continue
+            if too_many:
+                await self._went_down(
+                    UpstreamFailure.INVALID_ANSWER,
+                    f"{INVALID_ANSWERS_BEFORE_RESTART} invalid answers within "
+                    f"{INVALID_ANSWER_WINDOW_S:.0f} s",
+                )
+                if self._restarter is None:  # no restart coming: stop the process now
+                    await self.connection.close()
+                return
 
-    def _fail_one(self, request_id: object, reason: UpstreamFailure) -> None:
-        if isinstance(request_id, int):
+    async def _take(self, message: dict[str, Any], related: Any) -> bool:
+        """Route one frame: an answer to its waiting request, the rest to the session.
+
+        Every frame is checked before any field of it is read (relay/upstream_frames.py).
+        Returns True when the upstream has sent too many invalid answers and must restart."""
+        if message.get("__oversized__"):  # the connector's own marker
+            self._fail_one(message.get("id"), UpstreamFailure.FRAME_TOO_LARGE)
+            return False
+        frame, problem = upstream_frames.check(message)
+        is_answer = frame.kind in _ANSWERS if frame is not None else "method" not in message
+        if is_answer:
+            if problem is not None:
+                return self._invalid_answer(message, related, problem)
+            future = self._pending.pop(message["id"], None) if "id" in message else None
+            if future is None:
+                log.debug("upstream %s answered a request not in flight; dropped", self.id)
+            elif not future.done():
+                future.set_result(without_gateway_codes(message))
+            return False
+        if frame is None or problem is not None:
+            await self._invalid_inbound(message, problem or "invalid frame")
+            return False
+        await self._on_message(self, message, related)
+        return False
+
+    def _invalid_answer(self, message: dict[str, Any], related: Any, problem: str) -> bool:
+        """Fail the one call this answer was for (if it can be told), log, count."""
+        target = message.get("id")
+        if not _is_our_id(target) or target not in self._pending:
+            # over HTTP the stream that carried it says which request it answers
+            target = related if _is_our_id(related) and related in self._pending else None
+        if target is not None:
+            self._fail_one(target, UpstreamFailure.INVALID_ANSWER, problem)
+        self._limited.log(
+            logging.WARNING,
+            self.id,
+            "invalid answer",
+            "upstream %s sent an invalid answer (%s); %s",
+            self.id,
+            problem,
+            "failed its call" if target is not None else "dropped",
+        )
+        if self.state is not LinkState.UP:
+            return False
+        now = time.monotonic()
+        recent = [t for t in self._invalid_answers if now - t <= INVALID_ANSWER_WINDOW_S]
+        recent.append(now)
+        self._invalid_answers = recent  # at most INVALID_ANSWERS_BEFORE_RESTART entries
+        return len(recent) >= INVALID_ANSWERS_BEFORE_RESTART
+
+    async def _invalid_inbound(self, message: dict[str, Any], problem: str) -> None:
+        """A malformed request or notification: dropped; a request gets -32600 back."""
+        request_id = message.get("id")
+        kind = "request" if "id" in message else "notification"
+        self._limited.log(
+            logging.WARNING,
+            self.id,
+            f"invalid {kind}",
+            "upstream %s sent an invalid %s (%s); dropped",
+            self.id,
+            kind,
+            problem,
+        )
+        if isinstance(request_id, str) or _is_our_id(request_id):  # it waits for an answer
+            await self.send_raw(
+                jsonrpc.error(request_id, errors.INVALID_REQUEST, f"invalid request: {problem}")
+            )
+
+    def _reader_ended(self, task: asyncio.Task[None]) -> None:
+        """The reader stopped. After a clean close or a cancellation nothing is to be done; if it
+        failed, or returned with the link still up, the link is marked down (and restarted)."""
+        if task.cancelled():
+            return
+        exc = task.exception()  # retrieved, even for a reader already replaced
+        if self.state is LinkState.CLOSED or task is not self._reader:
+            return
+        if exc is None and self.state is not LinkState.UP:
+            return  # it saw the connection go and said so (_went_down)
+        what = type(exc).__name__ if exc is not None else "returned"
+        log.error("upstream %s: its reader stopped (%s); marking the link down", self.id, what)
+        self._down_task = asyncio.ensure_future(
+            self._went_down(UpstreamFailure.UNPARSEABLE, f"reader stopped: {what}")
+        )
+
+    def _fail_one(self, request_id: object, reason: UpstreamFailure, detail: str = "") -> None:
+        if _is_our_id(request_id):
             future = self._pending.pop(request_id, None)
             if future is not None and not future.done():
-                future.set_exception(UpstreamError(self.id, reason))
+                future.set_exception(UpstreamError(self.id, reason, detail))
 
     async def _went_down(self, reason: UpstreamFailure, detail: str) -> None:
         if self.state is LinkState.CLOSED:

@@ -18,7 +18,7 @@ from mcpward.pipeline.services import UpstreamSnapshot
 from mcpward.protocol import jsonrpc, methods
 from mcpward.protocol.eras import META_SERVER_INFO, Era
 from mcpward.protocol.jsonrpc import Message, RequestId
-from mcpward.relay import replies
+from mcpward.relay import incidents, replies
 from mcpward.relay.links import UpstreamError, UpstreamLink
 from mcpward.relay.live_contracts import ConnectionContracts
 from mcpward.relay.naming import CursorError
@@ -72,6 +72,19 @@ class ListRelay:
         self.record = record
 
     async def handle(self, message: Message) -> Message:
+        """Answer one list request. A list is judged (the list phase): an internal failure is
+        answered -32012 with an incident id and recorded like a judged call's."""
+        t0 = time.perf_counter()
+        try:
+            return await self._handle(message)
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            reply = replies.internal(message.get("id"), str(message.get("method")))
+        record = incidents.record_of(message, self.state)
+        return await incidents.record_incident(self.record, record, reply, t0)
+
+    async def _handle(self, message: Message) -> Message:
         state = self.state
         request_id = message["id"]
         method = message["method"]

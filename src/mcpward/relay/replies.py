@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import secrets
+import sys
 from typing import Any
 
 from mcpward.pipeline.decisions import Deny, Hold
@@ -54,15 +55,28 @@ def upstream_unavailable(request_id: RequestId, exc: UpstreamError) -> Message:
 
 
 def internal(request_id: RequestId | None, where: str) -> Message:
-    """Log the traceback under a fresh incident id; the client sees only the id."""
+    """Call from an `except` block. Logs one error line (incident id, exception type) and the
+    traceback at debug only (its frames may hold what a peer sent); the client sees only the id.
+    """
     incident = secrets.token_hex(6)
-    log.exception("internal error %s while handling %s; failed closed", incident, where)
+    exc = sys.exc_info()[1]
+    what = type(exc).__name__ if exc is not None else "error"
+    log.error("internal error %s (%s) while handling %s; failed closed", incident, what, where)
+    log.debug("internal error %s", incident, exc_info=exc is not None)
     return jsonrpc.error(
         request_id,
         errors.GATEWAY_INTERNAL,
         f"internal error in mcpward (incident {incident}); failed closed",
         {"incident": incident},
     )
+
+
+def incident_of(reply: Message) -> str | None:
+    """The incident id of a reply made by `internal` (None for any other reply)."""
+    error = reply.get("error")
+    data = error.get("data") if isinstance(error, dict) else None
+    incident = data.get("incident") if isinstance(data, dict) else None
+    return incident if isinstance(incident, str) else None
 
 
 def invalid_params(request_id: RequestId, message: str) -> Message:

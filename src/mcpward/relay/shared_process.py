@@ -19,6 +19,7 @@ from mcpward.protocol import errors, jsonrpc, methods
 from mcpward.protocol.eras import LATEST_HANDSHAKE, META_SUBSCRIPTION_ID
 from mcpward.protocol.errors import UpstreamFailure
 from mcpward.relay.merge import GATEWAY_INFO
+from mcpward.telemetry.log_limits import LimitedLog
 from mcpward.transport.upstream import UpstreamConnection, UpstreamUnavailable
 
 log = logging.getLogger("mcpward.relay")
@@ -44,6 +45,7 @@ class SharedProcess:
         self._subscribers: dict[str, set[SharedLease]] = {}
         self._reader: asyncio.Task[None] | None = None
         self.on_gone: Callable[[SharedProcess], None] = lambda _: None
+        self._limited = LimitedLog(log)
 
     @property
     def pid(self) -> int | None:
@@ -143,21 +145,36 @@ class SharedProcess:
     # ---- process -> leases ----------------------------------------------------------------------
 
     async def _read_loop(self) -> None:
+        upstream = self.connection.upstream_id
         try:
             while True:
-                await self._route(await self.connection.receive())
+                message = await self.connection.receive()
+                try:
+                    await self._route(message)
+                except Exception as exc:  # one frame never takes the process from every lease
+                    self._limited.log(
+                        logging.WARNING,
+                        upstream,
+                        "unroutable frame",
+                        "shared upstream %s: a frame could not be routed (%s); dropped",
+                        upstream,
+                        type(exc).__name__,
+                    )
         except asyncio.CancelledError:
             raise
         except UpstreamUnavailable as exc:
             self._gone(exc)
-        except Exception:
-            log.exception("shared upstream %s reader failed", self.connection.upstream_id)
+        except Exception as exc:
+            log.error("shared upstream %s reader failed: %s", upstream, type(exc).__name__)
             self._gone(UpstreamUnavailable(UpstreamFailure.UNPARSEABLE, "reader failed"))
 
     async def _route(self, message: dict[str, Any]) -> None:
         method = message.get("method")
         if method is None:
-            entry = self._routes.pop(message.get("id"), None)  # type: ignore[arg-type]
+            rid = message.get("id")
+            # only our own integer ids route (an array id is not even hashable); the lease's
+            # link checks the rest of the answer
+            entry = self._routes.pop(rid, None) if isinstance(rid, int) else None
             if entry is not None:
                 lease, theirs, _ = entry
                 lease.outgoing.pop(theirs, None)
@@ -170,7 +187,8 @@ class SharedProcess:
         params = params if isinstance(params, dict) else {}
         meta = params.get("_meta")
         if method == methods.PROGRESS:
-            entry = self._routes.get(params.get("progressToken"))  # type: ignore[arg-type]
+            token = params.get("progressToken")
+            entry = self._routes.get(token) if isinstance(token, int) else None
             if entry is not None and entry[2] is not None:
                 entry[0].deliver({**message, "params": {**params, "progressToken": entry[2]}})
         elif isinstance(meta, dict) and META_SUBSCRIPTION_ID in meta:

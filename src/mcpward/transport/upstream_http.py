@@ -27,6 +27,7 @@ from mcpward.protocol.canonical import canonical_sha256
 from mcpward.protocol.eras import META_PROTOCOL_VERSION, MODERN_VERSIONS
 from mcpward.protocol.errors import UpstreamFailure
 from mcpward.secret_refs import SecretUnavailable, resolve_secret
+from mcpward.telemetry.log_limits import LimitedLog
 from mcpward.telemetry.propagation import TRACEPARENT
 from mcpward.transport.egress import EgressBlocked, EgressConfigError, EgressPolicy, egress_session
 from mcpward.transport.http_front.sse import SseDecoder, SseEvent
@@ -115,6 +116,7 @@ class HttpUpstreamConnection(UpstreamConnection):
         self._get_task: asyncio.Task[None] | None = None
         self._param_headers: dict[str, dict[tuple[str, ...], str]] = {}
         self._failed = False
+        self._limited = LimitedLog(log)  # what the upstream can make us log, bounded
 
     @property
     def identity_digest(self) -> str:
@@ -415,7 +417,13 @@ class HttpUpstreamConnection(UpstreamConnection):
         """Queue one SSE event's message; True if it answered `request_id` (None: the GET
         stream, whose messages belong to no request)."""
         if event.oversized:
-            log.warning("upstream %s sent an SSE event over the size cap", self.upstream_id)
+            self._limited.log(
+                logging.WARNING,
+                self.upstream_id,
+                "oversized event",
+                "upstream %s sent an SSE event over the size cap",
+                self.upstream_id,
+            )
             self._queue({"__oversized__": True, "id": request_id})
             return True
         if event.event != "message" or not event.data:
@@ -423,7 +431,13 @@ class HttpUpstreamConnection(UpstreamConnection):
         try:
             parsed = jsonrpc.loads(event.data)
         except (ValueError, RecursionError):
-            log.warning("upstream %s sent an unparseable SSE event; dropped", self.upstream_id)
+            self._limited.log(
+                logging.WARNING,
+                self.upstream_id,
+                "unparseable event",
+                "upstream %s sent an unparseable SSE event; dropped",
+                self.upstream_id,
+            )
             return False
         if not isinstance(parsed, dict):
             return False

@@ -20,6 +20,7 @@ from mcpward.config.models import StdioUpstream
 from mcpward.protocol import jsonrpc
 from mcpward.protocol.canonical import canonical_sha256
 from mcpward.protocol.errors import UpstreamFailure
+from mcpward.telemetry.log_limits import LimitedLog
 from mcpward.transport.framing import FrameReader, OversizedFrame, stream_limit
 from mcpward.transport.upstream import UpstreamConnection, UpstreamUnavailable
 from mcpward.transport.write_batch import WriteBatch
@@ -57,6 +58,7 @@ class StdioUpstreamConnection(UpstreamConnection):
         self._stderr_task: asyncio.Task[None] | None = None
         self._write_lock = asyncio.Lock()
         self._batch: WriteBatch | None = None  # writes to the running process's stdin
+        self._limited = LimitedLog(log)
         self._digest = canonical_sha256(
             {"kind": "stdio", "command": spec.command, "args": list(spec.args)}
         )
@@ -159,8 +161,12 @@ class StdioUpstreamConnection(UpstreamConnection):
             if frame is None:
                 code = await self._exit_code()
                 raise UpstreamUnavailable(UpstreamFailure.CRASHED, f"exited with code {code}")
+            # what the upstream sends at will is logged within a budget (telemetry/log_limits.py)
             if isinstance(frame, OversizedFrame):
-                log.warning(
+                self._limited.log(
+                    logging.WARNING,
+                    self.upstream_id,
+                    "oversized frame",
                     "upstream %s sent a frame over %d bytes; dropped",
                     self.upstream_id,
                     self.max_frame_bytes,
@@ -169,11 +175,23 @@ class StdioUpstreamConnection(UpstreamConnection):
             try:
                 parsed = jsonrpc.loads(frame)
             except (ValueError, RecursionError):
-                log.warning("upstream %s sent an unparseable frame; dropped", self.upstream_id)
+                self._limited.log(
+                    logging.WARNING,
+                    self.upstream_id,
+                    "unparseable frame",
+                    "upstream %s sent an unparseable frame; dropped",
+                    self.upstream_id,
+                )
                 continue
             if isinstance(parsed, dict):
                 return parsed
-            log.warning("upstream %s sent a non-object frame; dropped", self.upstream_id)
+            self._limited.log(
+                logging.WARNING,
+                self.upstream_id,
+                "non-object frame",
+                "upstream %s sent a non-object frame; dropped",
+                self.upstream_id,
+            )
 
     async def _exit_code(self) -> int | None:
         proc = self._proc
