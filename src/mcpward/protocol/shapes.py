@@ -98,6 +98,7 @@ def result_problem(result: object) -> str | None:
     """What is wrong with a response's result."""
     if not isinstance(result, dict):
         return 'an MCP "result" must be a JSON object'
-    if "_meta" in result and not isinstance(result["_meta"], dict):
+    meta = result.get("_meta")
+    if meta is not None and not isinstance(meta, dict):  # null reads as absent (sloppy, harmless)
         return '"result._meta" must be an object'
     return None
