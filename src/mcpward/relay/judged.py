@@ -18,6 +18,7 @@ from mcpward.protocol.jsonrpc import Message
 from mcpward.relay import replies
 from mcpward.relay.links import UpstreamError, UpstreamLink
 from mcpward.relay.live_contracts import ConnectionContracts
+from mcpward.relay.outbound import judge_error
 from mcpward.relay.outcomes import decision_of
 from mcpward.relay.routing import Routes
 from mcpward.relay.state import SessionState
@@ -177,9 +178,10 @@ class JudgedCalls:
         upstream_ms = (time.perf_counter() - t_up) * 1000.0
         result = reply.get("result")
         if not isinstance(result, dict):
-            return await self._close_record(
-                record, out, {**reply, "id": request_id}, t0, upstream_ms
-            )
+            answer: Message = {**reply, "id": request_id}
+            if "error" in reply:  # judged like a result; the receipt records its runs
+                answer = await judge_error(pipeline, answer, request_id, ctx, local, out)
+            return await self._close_record(record, out, answer, t0, upstream_ms)
         if result.get("resultType") == "input_required":
             # MRTR: the retry is a new request and is judged again in full.
             return await self._close_record(
