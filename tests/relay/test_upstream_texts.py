@@ -166,6 +166,12 @@ class StdioClient:
             await peer.close()
             directory.joinpath("config.path").write_text(str(config), encoding="utf-8")
 
+    async def request(self, method: str, params: dict[str, Any]) -> Seen:
+        seen = Seen()
+        seen.answer = await asyncio.wait_for(self.peer.request(method, params), TIMEOUT_S)
+        seen.raw = "\n".join(line.decode("utf-8", "replace") for line in self.peer.raw_lines)
+        return seen
+
     async def call(self, name: str, case: int, token: str) -> Seen:
         seen = Seen()
         params = {"name": name, "arguments": {"case": case}, "_meta": {"progressToken": token}}
@@ -258,16 +264,17 @@ class HttpClient:
                 if line.startswith("data:") and line[5:].strip():
                     self.standalone.append(json.loads(line[5:]))
 
-    async def call(self, name: str, case: int, token: str) -> Seen:
+    async def request(self, method: str, params: dict[str, Any]) -> Seen:
         seen = Seen()
         self.ids += 1
-        meta: dict[str, Any] = {"progressToken": token}
         headers = self.headers()
         if self.modern:
-            meta.update(MODERN_META)
-            headers.update({"Mcp-Method": "tools/call", "Mcp-Name": name})
-        params = {"name": name, "arguments": {"case": case}, "_meta": meta}
-        body = {"jsonrpc": "2.0", "id": self.ids, "method": "tools/call", "params": params}
+            meta = {**(params.get("_meta") or {}), **MODERN_META}
+            params = {**params, "_meta": meta}
+            headers["Mcp-Method"] = method
+            if isinstance(params.get("name"), str):
+                headers["Mcp-Name"] = params["name"]
+        body = {"jsonrpc": "2.0", "id": self.ids, "method": method, "params": params}
         response = await self.http.post(self.url, headers=headers, json=body)
         seen.raw = response.text
         for message in _sse_messages(response.text):
@@ -275,6 +282,11 @@ class HttpClient:
                 seen.answer = message
             else:
                 seen.others.append(message)
+        return seen
+
+    async def call(self, name: str, case: int, token: str) -> Seen:
+        params = {"name": name, "arguments": {"case": case}, "_meta": {"progressToken": token}}
+        seen = await self.request("tools/call", params)
         if not self.modern:
             # notifications/message has no request to travel with: the standalone stream
             await self._take_log(seen)
@@ -346,6 +358,25 @@ async def test_no_planted_credential_reaches_the_client(
         for index in range(len(CASES)):
             seen = await client.call(tool_for(index, count), index, f"tok-{index}")
             check_case(seen, index, surface)
+
+
+@pytest.mark.parametrize(
+    ("surface", "count"), [("stdio", 1), ("http-legacy", 2), ("http-modern", 2)]
+)
+async def test_an_error_answering_a_relayed_request_is_judged(
+    surface: str, count: int, tmp_path: Path
+) -> None:
+    """Not a judged call: a method the gateway passes through (routed by name when aggregated)."""
+    case = CASES[0]
+    async with client_on(surface, tmp_path, count) as client:
+        params = {"name": tool_for(0, count)} if count > 1 else {}
+        seen = await client.request("x-leaky/echo", params)
+    assert not planted(seen.raw), seen.raw
+    assert seen.answer is not None
+    error = seen.answer["error"]
+    assert error["code"] == -32601, error
+    assert error["message"] == f"Method not found: {expected(case['text'])}"
+    assert error["data"] == expected(case["data"])
 
 
 def receipts(config: Path) -> list[dict[str, Any]]:
