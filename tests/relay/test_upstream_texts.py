@@ -152,8 +152,10 @@ class StdioClient:
 
     @classmethod
     @contextlib.asynccontextmanager
-    async def open(cls, directory: Path, count: int) -> AsyncIterator[StdioClient]:
-        config = write_gateway_config(directory, upstream_specs(directory, count))
+    async def open(
+        cls, directory: Path, count: int, guards: list[dict[str, Any]] | None = None
+    ) -> AsyncIterator[StdioClient]:
+        config = write_gateway_config(directory, upstream_specs(directory, count), guards=guards)
         peer = await RawPeer.spawn(gateway_argv(config), env=dict(os.environ))
         peer.keep_raw = True
         try:
@@ -399,3 +401,24 @@ async def test_the_receipt_of_a_call_records_its_error_redacted(tmp_path: Path) 
     counts = calls[0]["redaction_counts"]
     assert counts == {"aws-access-key-id": 1, "github-token": 1}, calls[0]
     assert "secret" in calls[0]["redactions"]
+
+
+async def test_what_a_guard_denies_is_dropped_or_refused_never_relayed(tmp_path: Path) -> None:
+    """secrets with `egress: deny`: the error becomes the gateway's -32013; the notifications and
+    the server's request that carried a credential are dropped; clean ones still pass."""
+    phases = ["tool_result", "upstream_error", "upstream_message"]
+    guards = [{"kind": "secrets", "runs_on": phases, "config": {"egress": "deny"}}]
+    async with StdioClient.open(tmp_path, 1, guards) as client:
+        params = {"name": "leak", "arguments": {"case": 0}, "_meta": {"progressToken": "t0"}}
+        denied = await asyncio.wait_for(client.peer.request("tools/call", params), TIMEOUT_S)
+        clean = await client.call("leak", 4, "t4")  # after case 0's on the same pipe
+    assert denied["error"]["code"] == -32013, denied
+    assert denied["error"]["data"]["code"] == "secret_detected"
+    assert not planted(clean.raw)
+    assert [m["method"] for m in clean.others] == [
+        "notifications/message",
+        "notifications/progress",
+        "elicitation/create",
+    ]
+    assert clean.by_method("notifications/progress")[0]["params"]["progressToken"] == "t4"
+    assert clean.answer is not None and clean.answer["error"]["message"] == "plain"
