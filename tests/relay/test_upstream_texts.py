@@ -111,6 +111,7 @@ SURFACES = [
 
 
 def upstream_specs(directory: Path, count: int) -> list[dict[str, Any]]:
+    directory.mkdir(parents=True, exist_ok=True)
     plan = directory / "plan.json"
     plan.write_text(json.dumps(CASES), encoding="utf-8")
     return [
