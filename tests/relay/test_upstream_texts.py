@@ -382,6 +382,27 @@ async def test_an_error_answering_a_relayed_request_is_judged(
     assert error["data"] == expected(case["data"])
 
 
+@pytest.mark.parametrize("count", [1, 2])
+async def test_the_requests_an_input_required_result_carries_are_judged(
+    count: int, tmp_path: Path
+) -> None:
+    """2026-07-28 has no server requests: an upstream asks for input in a result instead."""
+    async with client_on("http-modern", tmp_path, count) as client:
+        for index in range(len(CASES)):
+            arguments = {"case": index, "ask": True}
+            seen = await client.request(
+                "tools/call", {"name": tool_for(index, count), "arguments": arguments}
+            )
+            assert not planted(seen.raw), f"case {index}: {seen.raw[:500]}"
+            assert seen.answer is not None
+            result = seen.answer["result"]
+            assert result["resultType"] == "input_required", result
+            ask = result["inputRequests"]["q"]
+            assert ask["method"] == "elicitation/create"
+            assert ask["params"]["message"] == expected(CASES[index]["text"])
+            assert ask["params"]["requestedSchema"]["type"] == "object"
+
+
 def receipts(config: Path) -> list[dict[str, Any]]:
     done = subprocess.run(
         [sys.executable, "-m", "mcpward.cli.main", "ledger", "export", "--config", str(config)],

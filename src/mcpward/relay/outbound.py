@@ -1,5 +1,6 @@
 """What an upstream sends the client outside a result - an error answering a request, a
-notification, a request of its own - is judged here before it leaves (the `upstream_error` and
+notification, a request of its own (or, in 2026-07-28, the requests an `input_required` result
+carries) - is judged here before it leaves (the `upstream_error` and
 `upstream_message` phases): the one place for it, so no such text reaches the client unjudged.
 
 A guard's change keeps the message's shape (secrets replace only the secret spans). A guard that
@@ -16,6 +17,7 @@ from typing import Any
 from mcpward.pipeline.context import GuardContext
 from mcpward.pipeline.executor import Outcome, Pipeline
 from mcpward.pipeline.phases import Phase
+from mcpward.protocol import jsonrpc
 from mcpward.protocol.jsonrpc import Message, RequestId
 from mcpward.relay import replies
 
@@ -57,6 +59,38 @@ def error_with_warnings(error: Any, warnings: list[str]) -> Any:
     text = "\n".join(f"[mcpward warning] {w}" for w in warnings)
     said = error.get("message")
     return {**error, "message": f"{said}\n{text}" if isinstance(said, str) else text}
+
+
+async def judge_input_required(
+    pipeline: Pipeline,
+    result: dict[str, Any],
+    request_id: RequestId,
+    ctx: GuardContext,
+    name: str | None,
+    out: Outcome,
+) -> Message:
+    """The answer to a judged call whose result asks for input (2026-07-28): each request in its
+    `inputRequests` (the era's elicitation, sampling, roots) judged at `upstream_message` like one
+    the upstream sends on its own in the handshake era; a stop answers the call."""
+    asks = result.get("inputRequests")
+    if not isinstance(asks, dict) or not pipeline.has(Phase.UPSTREAM_MESSAGE):
+        return jsonrpc.result(request_id, result)
+    judged_asks = dict(asks)
+    for key, ask in asks.items():
+        if not isinstance(ask, dict) or "params" not in ask:
+            continue
+        method = ask.get("method")
+        params = ask["params"]
+        out = await pipeline.run(_MESSAGE_PHASES, str(method), params, ctx, out)
+        if out.stop is not None:
+            return replies.stopped(
+                request_id, out.stopped_by or "?", out.stop, ctx.server_name, name
+            )
+        if out.payload is not params:
+            judged_asks[key] = {**ask, "params": out.payload}
+    if judged_asks != asks:
+        result = {**result, "inputRequests": judged_asks}
+    return jsonrpc.result(request_id, result)
 
 
 async def judge_message(pipeline: Pipeline, message: Message, ctx: GuardContext) -> Message | None:
