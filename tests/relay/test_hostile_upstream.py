@@ -157,7 +157,8 @@ async def test_every_judged_call_leaves_a_receipt_even_an_internal_failure(
 ) -> None:
     # Before: a list progressToken and a lone surrogate beside a 20-digit integer were answered
     # -32012 with a traceback and no receipt (1 receipt for 3 calls). A client-side frame the
-    # parser refuses at the edge (-32700/-32600/-32602, never judged) needs no receipt; anything judged does.
+    # parser refuses at the edge (-32700/-32600/-32602, never judged) needs no receipt; anything
+    # judged does.
     frames = [
         b'{"jsonrpc":"2.0","id":101,"method":"tools/call","params":{"name":"ok",'
         b'"arguments":{},"_meta":{"progressToken":[1]}}}',

@@ -51,18 +51,32 @@ def default_guard_specs() -> list[GuardSpec]:
             priority=25,
             runs_on=[Phase.TOOLS_LIST, Phase.TOOL_INVOKE],
         ),
-        # secrets: redact credentials in everything an upstream returns.
+        # secrets: redact credentials in everything an upstream sends the client (results,
+        # errors, notifications, its own requests). Not on the client's arguments (ingress): a
+        # user handing a tool their own key is ordinary; `tool_invoke` in runs_on turns it on.
         GuardSpec(
             kind="secrets",
             id="secrets",
             priority=60,
-            runs_on=[Phase.TOOL_RESULT, Phase.PROMPT_RESULT, Phase.RESOURCE_RESULT],
+            runs_on=[
+                Phase.TOOL_RESULT,
+                Phase.PROMPT_RESULT,
+                Phase.RESOURCE_RESULT,
+                Phase.UPSTREAM_ERROR,
+                Phase.UPSTREAM_MESSAGE,
+            ],
         ),
-        # response_injection: warn when returned data carries instructions aimed at the model.
+        # response_injection: warn when returned data (or an error the model reads like one)
+        # carries instructions aimed at the model.
         GuardSpec(
             kind="response_injection",
             id="response_injection",
             priority=65,
-            runs_on=[Phase.TOOL_RESULT, Phase.PROMPT_RESULT, Phase.RESOURCE_RESULT],
+            runs_on=[
+                Phase.TOOL_RESULT,
+                Phase.PROMPT_RESULT,
+                Phase.RESOURCE_RESULT,
+                Phase.UPSTREAM_ERROR,
+            ],
         ),
     ]

@@ -208,3 +208,7 @@ class ResponseInjectionGuard(Guard):
 
     async def on_prompt_result(self, subject: Subject, ctx: GuardContext) -> Decision:
         return self._judge(subject, ctx)
+
+    async def on_upstream_error(self, subject: Subject, ctx: GuardContext) -> Decision:
+        # a client shows an error's message to the model like a result (`data` is not prose)
+        return self._judge(subject, ctx)

@@ -1,5 +1,7 @@
-"""secrets: redacts credentials in tool, prompt and resource results (egress) and denies or
-redacts them in tool arguments (ingress). Evidence holds per-kind counts, never the secret.
+"""secrets: redacts credentials in what an upstream sends the client - tool, prompt and resource
+results, errors, notifications and its own requests (egress) - and denies or redacts them in
+tool and prompt arguments where configured (ingress). Evidence holds per-kind counts, never the
+secret.
 """
 
 from __future__ import annotations
@@ -112,6 +114,12 @@ class SecretsGuard(Guard):
         return self._judge(subject, ctx, self.options.egress, "egress")
 
     async def on_resource_result(self, subject: Subject, ctx: GuardContext) -> Decision:
+        return self._judge(subject, ctx, self.options.egress, "egress")
+
+    async def on_upstream_error(self, subject: Subject, ctx: GuardContext) -> Decision:
+        return self._judge(subject, ctx, self.options.egress, "egress")
+
+    async def on_upstream_message(self, subject: Subject, ctx: GuardContext) -> Decision:
         return self._judge(subject, ctx, self.options.egress, "egress")
 
     async def on_tool_invoke(self, subject: Subject, ctx: GuardContext) -> Decision:

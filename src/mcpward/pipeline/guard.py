@@ -112,3 +112,9 @@ class Guard:
 
     async def on_resource_result(self, subject: Subject, ctx: GuardContext) -> Decision:
         return _ALLOW
+
+    async def on_upstream_error(self, subject: Subject, ctx: GuardContext) -> Decision:
+        return _ALLOW
+
+    async def on_upstream_message(self, subject: Subject, ctx: GuardContext) -> Decision:
+        return _ALLOW

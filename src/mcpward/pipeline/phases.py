@@ -17,6 +17,9 @@ class Phase(str, Enum):
     PROMPT_RESULT = "prompt_result"
     RESOURCE_REQUEST = "resource_request"
     RESOURCE_RESULT = "resource_result"
+    # What an upstream sends the client outside a result (relay/outbound.py):
+    UPSTREAM_ERROR = "upstream_error"  # an error answering any client request
+    UPSTREAM_MESSAGE = "upstream_message"  # a notification or request of its own (params)
 
 
 LIST_PHASES = frozenset({Phase.TOOLS_LIST, Phase.PROMPTS_LIST, Phase.RESOURCES_LIST})

@@ -8,6 +8,8 @@
 | tool_invoke / prompt_request | tool/prompt name  | the arguments (dict)                      |
 | resource_request           | the URI             | the request's params (dict)               |
 | tool/prompt/resource_result | name or URI        | the result (dict)                         |
+| upstream_error             | the method answered | the error object (any JSON, as relayed)   |
+| upstream_message           | its method          | a notification's or server request's params |
 """
 
 from __future__ import annotations

@@ -19,6 +19,7 @@ from mcpward.protocol.jsonrpc import Message
 from mcpward.relay import incidents, replies
 from mcpward.relay.links import UpstreamError, UpstreamLink
 from mcpward.relay.live_contracts import ConnectionContracts
+from mcpward.relay.outbound import judge_error, judge_input_required
 from mcpward.relay.outcomes import decision_of
 from mcpward.relay.routing import Routes
 from mcpward.relay.state import SessionState
@@ -199,14 +200,14 @@ class JudgedCalls:
         upstream_ms = (time.perf_counter() - t_up) * 1000.0
         result = reply.get("result")
         if not isinstance(result, dict):
-            return await self._close_record(
-                record, out, {**reply, "id": request_id}, t0, upstream_ms
-            )
+            answer: Message = {**reply, "id": request_id}
+            if "error" in reply:  # judged like a result; the receipt records its runs
+                answer = await judge_error(pipeline, answer, request_id, ctx, local, out)
+            return await self._close_record(record, out, answer, t0, upstream_ms)
         if result.get("resultType") == "input_required":
             # MRTR: the retry is a new request and is judged again in full.
-            return await self._close_record(
-                record, out, jsonrpc.result(request_id, result), t0, upstream_ms
-            )
+            answer = await judge_input_required(pipeline, result, request_id, ctx, local, out)
+            return await self._close_record(record, out, answer, t0, upstream_ms)
         if pipeline.has(call.result_phase) or pipeline.has(Phase.RESPONSE):
             out = await pipeline.run((call.result_phase, Phase.RESPONSE), local, result, ctx, out)
             if out.stop is not None:

@@ -26,6 +26,7 @@ from mcpward.relay.judged import JudgedCalls
 from mcpward.relay.links import UpstreamLink
 from mcpward.relay.lists import LIST_KINDS, ListRelay
 from mcpward.relay.live_contracts import ConnectionContracts
+from mcpward.relay.outbound import judge_error, judge_message
 from mcpward.relay.passthrough import Passthrough
 from mcpward.relay.process_pool import LOCAL, Tenant
 from mcpward.relay.routing import Routes
@@ -179,6 +180,9 @@ class Session:
             handler = self._handlers.get(method, self.passthrough.other)
             try:
                 reply = await handler(message)
+                if reply is not None and "error" in reply and handler is not self.judged.handle:
+                    # (a judged call's error is judged there, with its receipt)
+                    reply = await self._judged_error(reply, request_id, method)
             except asyncio.CancelledError:
                 raise
             except Exception:
@@ -257,7 +261,9 @@ class Session:
             contracts = self.contracts_of(link)
             contracts.invalidate()
             self._spawn(contracts.current())
-        await self._send(message, related)
+        judged = await self._judged_message(link, message)
+        if judged is not None:
+            await self._send(judged, related)
 
     async def _upstream_request(
         self, link: UpstreamLink, message: Message, related: RequestId | None
@@ -277,6 +283,12 @@ class Session:
                 )
             )
             return
+        judged = await self._judged_message(link, message)
+        if judged is None:
+            await link.send_raw(
+                jsonrpc.error(upstream_rid, errors.DENIED, "refused by the gateway's guards")
+            )
+            return
         params = message.get("params")
         gw_id = self.server_requests.add(
             link, upstream_rid, params.get("_meta") if isinstance(params, dict) else None
@@ -290,7 +302,21 @@ class Session:
                 )
             )
             return
-        await self._send({**message, "id": gw_id}, related)
+        await self._send({**judged, "id": gw_id}, related)
+
+    async def _judged_message(self, link: UpstreamLink, message: Message) -> Message | None:
+        """An upstream's notification or request after the guards (None: drop it)."""
+        state = self.state
+        ctx = state.ctx(link.id, message["method"], state.era or Era.HANDSHAKE)
+        return await judge_message(state.pipeline, message, ctx)
+
+    async def _judged_error(self, reply: Message, request_id: RequestId, method: str) -> Message:
+        """An error answering a request that is not a judged call, after the guards."""
+        state = self.state
+        links = state.links
+        upstream = next(iter(links)) if len(links) == 1 else "*"  # "*": one of several
+        ctx = state.ctx(upstream, method, state.era or Era.HANDSHAKE)
+        return await judge_error(state.pipeline, reply, request_id, ctx)
 
     async def _on_link_state(self, link: UpstreamLink) -> None:
         """An upstream went down or came back: its items change, so tell the client."""
