@@ -1,6 +1,8 @@
 """Runs the guards of a phase in priority order with deadlines and failure modes.
 
 The first enforced Deny or Hold stops the chain; a Modify is seen by the guards after it.
+A wall-clock deadline bounds only hooks that await (I/O can hang); any run is also void when it
+used more CPU time than its deadline (its own thread's CPU time, never time spent waiting for one).
 """
 
 from __future__ import annotations
@@ -140,13 +142,14 @@ class Pipeline:
         spec = guard.spec
         deadline = step.deadline_s
         started = time.perf_counter()
+        cpu_started = time.thread_time()
         failure: str | None = None
         decision: Any = None
         try:
             if step.decide_now is not None:
                 decision = step.decide_now(subject, ctx)
             if decision is not None:
-                pass  # decided without waiting: no deadline timer (the overrun check stays)
+                pass  # decided without waiting: no deadline timer
             elif step.timed:
                 async with asyncio.timeout(deadline):
                     decision = await step.hook(subject, ctx)
@@ -160,8 +163,13 @@ class Pipeline:
             failure = "error"
             log.warning("guard %s raised %s at %s", guard.id, type(exc).__name__, phase.value)
         elapsed = time.perf_counter() - started
-        if failure is None and elapsed > deadline:
-            failure = "timeout"  # a CPU-bound hook cannot be cancelled; its late answer is void
+        if failure is None and time.thread_time() - cpu_started > deadline:
+            # Code that does not await cannot be cancelled: a late answer is void when the run
+            # used more CPU time on this thread than its deadline, never for the wall-clock time
+            # it spent waiting for a CPU on a busy machine (the wall-clock deadline above is for
+            # what can hang: I/O). Pure guards' input is capped (max_frame_bytes) and their
+            # matching linear (RE2), so only a guard gone wrong gets here.
+            failure = "timeout"
         run = GuardRun(
             guard.id, guard.kind, phase.value, "allow", elapsed * 1000.0, started=started
         )
