@@ -184,12 +184,20 @@ class PurePolicy(Scripted):
     awaits_io = False
 
 
-@pytest.mark.parametrize("kind", [Scripted, PurePolicy])
-async def test_a_cpu_bound_overrun_is_a_timeout_too(kind: type[Scripted]) -> None:
-    # With or without the deadline timer, a late answer from CPU-bound code is void.
+async def test_a_cpu_bound_overrun_of_an_awaiting_hook_is_a_timeout() -> None:
+    # Its timer cannot cancel running code; the CPU time it used past the deadline voids it.
     spec = GuardSpec(kind="scripted", id="spin", priority=1, timeout_ms=10, runs_on=["tool_invoke"])
-    out = await run([kind(spec, "spin")], {})
+    out = await run([Scripted(spec, "spin")], {})
     assert out.runs[0].outcome == "timeout" and isinstance(out.stop, Deny)
+
+
+async def test_a_pure_guard_has_no_clock_its_verdict_stands(caplog) -> None:
+    # Bounded by its input cap and linear matching: a complete answer is not voided for time,
+    # and the CPU it used past timeout_ms is logged for operators.
+    spec = GuardSpec(kind="scripted", id="spin", priority=1, timeout_ms=10, runs_on=["tool_invoke"])
+    out = await run([PurePolicy(spec, "spin")], {})
+    assert out.runs[0].outcome == "allow" and out.allowed
+    assert "guard spin used" in caplog.text and "its verdict stands" in caplog.text
 
 
 @pytest.mark.parametrize("kind", [Scripted, PurePolicy])

@@ -1,8 +1,9 @@
 """Runs the guards of a phase in priority order with deadlines and failure modes.
 
 The first enforced Deny or Hold stops the chain; a Modify is seen by the guards after it.
-A wall-clock deadline bounds only hooks that await (I/O can hang); any run is also void when it
-used more CPU time than its deadline (its own thread's CPU time, never time spent waiting for one).
+A wall-clock deadline bounds only hooks that await (what can hang: I/O). Pure guards have none:
+their input is capped and their matching linear, and a guard that waited for a CPU on a busy
+machine has not failed.
 """
 
 from __future__ import annotations
@@ -145,12 +146,14 @@ class Pipeline:
         cpu_started = time.thread_time()
         failure: str | None = None
         decision: Any = None
+        waited = False  # the hook ran under the wall-clock deadline (it may await I/O)
         try:
             if step.decide_now is not None:
                 decision = step.decide_now(subject, ctx)
             if decision is not None:
                 pass  # decided without waiting: no deadline timer
             elif step.timed:
+                waited = True
                 async with asyncio.timeout(deadline):
                     decision = await step.hook(subject, ctx)
             else:
@@ -163,13 +166,23 @@ class Pipeline:
             failure = "error"
             log.warning("guard %s raised %s at %s", guard.id, type(exc).__name__, phase.value)
         elapsed = time.perf_counter() - started
-        if failure is None and time.thread_time() - cpu_started > deadline:
-            # Code that does not await cannot be cancelled: a late answer is void when the run
-            # used more CPU time on this thread than its deadline, never for the wall-clock time
-            # it spent waiting for a CPU on a busy machine (the wall-clock deadline above is for
-            # what can hang: I/O). Pure guards' input is capped (max_frame_bytes) and their
-            # matching linear (RE2), so only a guard gone wrong gets here.
-            failure = "timeout"
+        cpu = time.thread_time() - cpu_started
+        if failure is None and cpu > deadline:
+            if waited:
+                # An awaiting hook that hogged the CPU without awaiting escaped its timer (asyncio
+                # cannot cancel running code): its late answer is void. Charged the CPU time this
+                # thread used, never the wall-clock time it spent waiting for a CPU.
+                failure = "timeout"
+            else:
+                # Pure code (a pure guard, a decide_now verdict) is bounded by its input's cap and
+                # linear matching, not by a clock: a complete answer stands. Said, for operators.
+                log.warning(
+                    "guard %s used %.0f ms of CPU at %s (timeout_ms %d); its verdict stands",
+                    guard.id,
+                    cpu * 1000.0,
+                    phase.value,
+                    spec.timeout_ms,
+                )
         run = GuardRun(
             guard.id, guard.kind, phase.value, "allow", elapsed * 1000.0, started=started
         )

@@ -31,9 +31,9 @@ class Guard:
     kind: ClassVar[str] = ""
     Options: ClassVar[type[BaseModel]] = NoOptions
     # False for pure policy whose hooks never await (no I/O): nothing of theirs can hang, so the
-    # executor runs them without a wall-clock deadline timer (a guard that waited for a CPU on a
-    # busy machine has not failed). They are bounded by their input (max_frame_bytes) and
-    # linear-time matching (RE2); the executor's check of the CPU time a run used is the backstop.
+    # executor gives them no deadline (a guard that waited for a CPU on a busy machine has not
+    # failed, and a complete verdict stands). They are bounded by their input (max_frame_bytes)
+    # and linear-time matching (RE2); a run that used more CPU than timeout_ms is logged.
     awaits_io: ClassVar[bool] = True
     # True for guards that judge a call by the contract its upstream connection serves now
     # (the pin gate): the relay then reads that connection's lists before the request phases.
