@@ -191,13 +191,11 @@ async def test_a_cpu_bound_overrun_of_an_awaiting_hook_is_a_timeout() -> None:
     assert out.runs[0].outcome == "timeout" and isinstance(out.stop, Deny)
 
 
-async def test_a_pure_guard_has_no_clock_its_verdict_stands(caplog) -> None:
-    # Bounded by its input cap and linear matching: a complete answer is not voided for time,
-    # and the CPU it used past timeout_ms is logged for operators.
+async def test_a_pure_guard_has_no_clock_its_verdict_stands() -> None:
+    # Bounded by its input cap and linear matching: a complete answer is not voided for time.
     spec = GuardSpec(kind="scripted", id="spin", priority=1, timeout_ms=10, runs_on=["tool_invoke"])
     out = await run([PurePolicy(spec, "spin")], {})
     assert out.runs[0].outcome == "allow" and out.allowed
-    assert "guard spin used" in caplog.text and "its verdict stands" in caplog.text
 
 
 @pytest.mark.parametrize("kind", [Scripted, PurePolicy])

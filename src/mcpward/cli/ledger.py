@@ -242,7 +242,7 @@ def register(app: typer.Typer) -> None:
                 report = _verify_jsonl(ledger, paths, keys, notes, not no_hmac, receipts, after)
             else:
                 published = None
-                if ledger is not None and ledger != paths.ledger:
+                if ledger is not None and ledger.resolve() != paths.ledger.resolve():
                     source = LedgerSource(replace(paths, ledger=ledger))
                 else:  # the gateway's own ledger: its state dir's checkpoint.latest too
                     published = read_published_note(paths.latest_checkpoint)

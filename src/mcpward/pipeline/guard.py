@@ -33,7 +33,7 @@ class Guard:
     # False for pure policy whose hooks never await (no I/O): nothing of theirs can hang, so the
     # executor gives them no deadline (a guard that waited for a CPU on a busy machine has not
     # failed, and a complete verdict stands). They are bounded by their input (max_frame_bytes)
-    # and linear-time matching (RE2); a run that used more CPU than timeout_ms is logged.
+    # and linear-time matching (RE2).
     awaits_io: ClassVar[bool] = True
     # True for guards that judge a call by the contract its upstream connection serves now
     # (the pin gate): the relay then reads that connection's lists before the request phases.
