@@ -4,6 +4,8 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from mcpward.config import ConfigError, parse_config
@@ -121,3 +123,15 @@ def test_extraction_is_bounded_not_recursive() -> None:
         list(payload_strings(node))
     with pytest.raises(StructureLimit):
         list(definition_texts({"name": "t", "inputSchema": node}))
+
+
+def test_collision_key_is_linear_in_the_name_length() -> None:
+    # A backtracking matcher spent the square of the length here (7 s of CPU for 16 KB, so about
+    # 45 s for these 40 KB); an upstream chooses its tool names. RE2 takes milliseconds. The bound
+    # is on this thread's CPU time (a hang guard a busy machine does not move), not on the clock.
+    hostile = "a" + "-1" * 20_000 + "x"
+    started = time.thread_time()
+    assert collision_key(hostile) == collision_key(hostile, strip_decorations=False)
+    assert time.thread_time() - started < 5.0
+    assert collision_key("search_v١") == collision_key("search")  # any decimal digit, as before
+    assert collision_key("rеad_file_\ud800") != ""  # a lone surrogate (legal in JSON) is no error

@@ -28,7 +28,7 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-async def wait_for_port(port: int, proc: asyncio.subprocess.Process, timeout: float = 20) -> None:
+async def wait_for_port(port: int, proc: asyncio.subprocess.Process, timeout: float = 60) -> None:
     deadline = asyncio.get_running_loop().time() + timeout
     while True:
         if proc.returncode is not None:

@@ -35,12 +35,13 @@ async def url(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[str]:
 
 async def inspector(url: str, token: str | None, era: str, *args: str) -> tuple[int, str, str]:
     command = [*paths.inspector_cli_command(), url, "--protocol-era", era, "--format", "json", "-q"]
+    command += ["--connect-timeout", "60000"]  # its 15 s default is short on a loaded machine
     if token is not None:
         command += ["--header", f"Authorization: Bearer {token}"]
     proc = await asyncio.create_subprocess_exec(
         *command, *args, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE
     )
-    out, err = await asyncio.wait_for(proc.communicate(), 90)
+    out, err = await asyncio.wait_for(proc.communicate(), 180)  # a hang guard
     return proc.returncode or 0, out.decode(), err.decode()
 
 

@@ -81,6 +81,7 @@ class RawStdioSession:
                 "capabilities": {},
                 "clientInfo": {"name": "mcpward-tests", "version": "0"},
             },
+            timeout=60.0,  # the first answer waits for the process to start: slow under load
         )
         await self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
         return reply

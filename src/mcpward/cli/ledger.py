@@ -25,6 +25,7 @@ from mcpward.evidence.checkpoint import (
     SignedCheckpoint,
     checkpoint_document,
     load_checkpoint_file,
+    read_published_note,
     read_unverified,
 )
 from mcpward.evidence.export import (
@@ -147,6 +148,21 @@ def _print_report(report: VerifyReport, console: Console) -> None:
         )
 
 
+def _name_published(report: VerifyReport, note: str, path: Path) -> None:
+    """Say so when the state directory's checkpoint.latest is what shows a cut (the checkpoints
+    stored in the ledger went with the entries)."""
+    if report.state is not LedgerState.TRUNCATED:
+        return
+    try:
+        size = read_unverified(note).size
+    except CheckpointError:
+        return
+    if size == report.checkpoint_size:
+        report.message += (
+            f" (the checkpoint in {path}; the ledger's own stored checkpoints do not reach it)"
+        )
+
+
 def _exit_code(report: VerifyReport) -> int:
     if report.state in (LedgerState.TAMPERED, LedgerState.TRUNCATED):
         return EXIT_BAD
@@ -225,17 +241,22 @@ def register(app: typer.Typer) -> None:
             if ledger is not None and ledger.suffix in (".jsonl", ".ndjson"):
                 report = _verify_jsonl(ledger, paths, keys, notes, not no_hmac, receipts, after)
             else:
-                if ledger is not None:
+                published = None
+                if ledger is not None and ledger.resolve() != paths.ledger.resolve():
                     source = LedgerSource(replace(paths, ledger=ledger))
+                else:  # the gateway's own ledger: its state dir's checkpoint.latest too
+                    published = read_published_note(paths.latest_checkpoint)
                 report = verify_ledger(
                     source.paths,
                     view_of=source.snapshot() if source.postgres else None,
                     public_keys=keys,
-                    checkpoint_notes=notes,
+                    checkpoint_notes=[*notes, *([published] if published else [])],
                     use_hmac=not no_hmac,
                     receipts_dir=receipts,
                     receipts_since=after,
                 )
+                if published is not None:
+                    _name_published(report, published, paths.latest_checkpoint)
         except (
             OSError,
             ValueError,

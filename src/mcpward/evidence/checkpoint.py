@@ -120,3 +120,12 @@ def load_checkpoint_file(path: Path) -> str:
             raise CheckpointError(f"{path}: the JSON document has no `note` string")
         return note
     return raw
+
+
+def read_published_note(path: Path) -> str | None:
+    """The note a gateway last wrote to its state directory (`checkpoint.latest`), or None when
+    there is none. Its signature is checked by the verifier like any other checkpoint's."""
+    try:
+        return path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return None

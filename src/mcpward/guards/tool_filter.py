@@ -1,7 +1,12 @@
-"""tool_filter: allow or deny tool names per upstream with globs; hides on list, denies on call."""
+"""tool_filter: allow or deny tool names per upstream with globs; hides on list, denies on call.
+
+Tool globs ignore case and compatibility forms unless a rule says `case_sensitive: true`:
+`*delete*` also stops `Delete_All`, `DELETE_ALL` and `DELETE` in fullwidth letters (U+FF24...).
+"""
 
 from __future__ import annotations
 
+import unicodedata
 from fnmatch import fnmatchcase
 from typing import Any
 
@@ -23,6 +28,16 @@ class ToolFilterRule(BaseModel):
     deny: list[str] = Field(
         default_factory=list, description="Tool names matching a glob never pass."
     )
+    case_sensitive: bool = Field(
+        default=False,
+        description="Match this rule's tool globs exactly as written. By default they ignore case "
+        "and Unicode compatibility forms (NFKC), so `*delete*` also matches `Delete_All`.",
+    )
+
+
+def folded(name: str) -> str:
+    """The form a case-insensitive glob and a tool name are compared in (NFKC, then casefold)."""
+    return unicodedata.normalize("NFKC", name).casefold()
 
 
 class ToolFilterOptions(BaseModel):
@@ -41,7 +56,16 @@ class ToolFilterGuard(Guard):
 
     def __init__(self, spec: Any, options: ToolFilterOptions) -> None:
         super().__init__(spec, options)
-        self._rules = options.rules
+        # Per rule: its upstream glob and its allow/deny globs in the form they are matched in.
+        self._globs = [
+            (
+                rule.upstream,
+                rule.case_sensitive,
+                [g if rule.case_sensitive else folded(g) for g in rule.allow],
+                [g if rule.case_sensitive else folded(g) for g in rule.deny],
+            )
+            for rule in options.rules
+        ]
         self._cache: dict[tuple[str, str], bool] = {}
 
     def permits(self, upstream: str, tool: str) -> bool:
@@ -55,12 +79,14 @@ class ToolFilterGuard(Guard):
         return hit
 
     def _decide(self, upstream: str, tool: str) -> bool:
-        for rule in self._rules:
-            if not fnmatchcase(upstream, rule.upstream):
+        tool_folded = folded(tool)
+        for upstream_glob, exact, allow, deny in self._globs:
+            if not fnmatchcase(upstream, upstream_glob):  # upstream ids are config's own names
                 continue
-            if rule.allow and not any(fnmatchcase(tool, g) for g in rule.allow):
+            name = tool if exact else tool_folded
+            if allow and not any(fnmatchcase(name, g) for g in allow):
                 return False
-            if any(fnmatchcase(tool, g) for g in rule.deny):
+            if any(fnmatchcase(name, g) for g in deny):
                 return False
         return True
 

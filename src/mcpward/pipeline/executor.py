@@ -1,6 +1,9 @@
 """Runs the guards of a phase in priority order with deadlines and failure modes.
 
 The first enforced Deny or Hold stops the chain; a Modify is seen by the guards after it.
+A wall-clock deadline bounds only hooks that await (what can hang: I/O). Pure guards have none:
+their input is capped and their matching linear, and a guard that waited for a CPU on a busy
+machine has not failed.
 """
 
 from __future__ import annotations
@@ -140,18 +143,20 @@ class Pipeline:
         spec = guard.spec
         deadline = step.deadline_s
         started = time.perf_counter()
+        cpu_started: float | None = None  # read only for a hook under the wall-clock deadline
         failure: str | None = None
         decision: Any = None
         try:
             if step.decide_now is not None:
                 decision = step.decide_now(subject, ctx)
             if decision is not None:
-                pass  # decided without waiting: no deadline timer (the overrun check stays)
+                pass  # decided without waiting: no deadline (pure code, bounded by its input)
             elif step.timed:
+                cpu_started = time.thread_time()
                 async with asyncio.timeout(deadline):
                     decision = await step.hook(subject, ctx)
             else:
-                decision = await step.hook(subject, ctx)
+                decision = await step.hook(subject, ctx)  # a pure guard: no deadline, as above
         except TimeoutError:
             failure = "timeout"
         except asyncio.CancelledError:
@@ -160,8 +165,17 @@ class Pipeline:
             failure = "error"
             log.warning("guard %s raised %s at %s", guard.id, type(exc).__name__, phase.value)
         elapsed = time.perf_counter() - started
-        if failure is None and elapsed > deadline:
-            failure = "timeout"  # a CPU-bound hook cannot be cancelled; its late answer is void
+        # An awaiting hook that ran on without awaiting escaped its timer (asyncio cannot cancel
+        # running code): its late answer is void when it used more CPU time of this thread than
+        # its deadline, never for the wall-clock time it spent waiting for a CPU on a busy machine.
+        # (CPU time never exceeds wall time, so the cheap clock decides whether to read it.)
+        if (
+            failure is None
+            and cpu_started is not None
+            and elapsed > deadline
+            and time.thread_time() - cpu_started > deadline
+        ):
+            failure = "timeout"
         run = GuardRun(
             guard.id, guard.kind, phase.value, "allow", elapsed * 1000.0, started=started
         )

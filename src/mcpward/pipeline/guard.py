@@ -30,8 +30,10 @@ class Guard:
 
     kind: ClassVar[str] = ""
     Options: ClassVar[type[BaseModel]] = NoOptions
-    # False for pure policy whose hooks never await: asyncio cannot cancel CPU-bound code, so the
-    # executor skips the deadline timer for them and keeps only the post-hoc overrun check.
+    # False for pure policy whose hooks never await (no I/O): nothing of theirs can hang, so the
+    # executor gives them no deadline (a guard that waited for a CPU on a busy machine has not
+    # failed, and a complete verdict stands). They are bounded by their input (max_frame_bytes)
+    # and linear-time matching (RE2).
     awaits_io: ClassVar[bool] = True
     # True for guards that judge a call by the contract its upstream connection serves now
     # (the pin gate): the relay then reads that connection's lists before the request phases.
@@ -70,7 +72,8 @@ class Guard:
         """A verdict that needs no waiting, or None to run the phase hook under its deadline.
 
         For guards whose hooks may await (`awaits_io`): the executor calls this first and, when
-        it answers, skips the deadline timer (a pin check that finds no change, a role check).
+        it answers, skips the wall-clock deadline timer (a pin check that finds no change, a
+        role check).
         Called for every phase the guard runs on; `subject.phase` says which."""
         return None
 

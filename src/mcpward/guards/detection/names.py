@@ -4,8 +4,7 @@ name (case, separators, confusables, decorations such as `_v1`/`_enhanced`), and
 
 from __future__ import annotations
 
-import re
-
+from mcpward.guards.detection.regex import compile_pattern, encodable
 from mcpward.guards.detection.unicode import skeleton
 
 # Words attackers wrap around a real tool's name to make a look-alike win the model's choice.
@@ -13,19 +12,23 @@ _DECORATIONS = (
     "enhanced", "advanced", "premium", "official", "secure", "improved", "updated", "latest",
     "new", "pro", "plus", "best", "ultimate", "fixed", "safe", "better", "real", "true",
 )  # fmt: skip
-_DECORATED = re.compile(
-    r"^(?:(?:" + "|".join(_DECORATIONS) + r")[-_. ]+)*(?P<core>.+?)"
-    r"(?:[-_. ]+(?:v\d+|" + "|".join(_DECORATIONS) + r"|\d+))*$",
-    re.IGNORECASE,
+# RE2 (linear time): with backtracking, the lazy core before a repeated suffix costs the square
+# of the name's length (a 16 KB name like `a-1-1-...-1x` took 7 s of CPU); upstreams pick names.
+# `\p{Nd}` is what `\d` means in Python's `re` on str (RE2's `\d` is ASCII only).
+_DECORATED = compile_pattern(
+    r"(?i)^(?:(?:" + "|".join(_DECORATIONS) + r")[-_. ]+)*(?P<core>.+?)"
+    r"(?:[-_. ]+(?:v\p{Nd}+|" + "|".join(_DECORATIONS) + r"|\p{Nd}+))*$"
 )
 
 
 def collision_key(name: str, strip_decorations: bool = True) -> str:
     """Two names with the same key are the same name to a model reading a tool list."""
     if strip_decorations:
-        match = _DECORATED.match(name.strip())
+        name = name.strip()
+        match = _DECORATED.match(encodable(name))  # same length: spans hold for `name`
         if match and match.group("core"):
-            name = match.group("core")
+            start, end = match.span(1)  # the core (group 1; RE2 spans take a number)
+            name = name[start:end]
     return skeleton(name)
 
 
