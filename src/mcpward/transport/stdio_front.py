@@ -18,10 +18,10 @@ from typing import Any
 
 from mcpward.pipeline.context import Identity
 from mcpward.protocol import errors, jsonrpc
-from mcpward.protocol.droplog import RateLimitedLog
 from mcpward.protocol.jsonrpc import FrameError, FrameKind, Message, RequestId
 from mcpward.protocol.outgoing import encode_outgoing
 from mcpward.relay.gateway import Gateway
+from mcpward.telemetry.log_limits import LimitedLog
 from mcpward.transport.framing import FrameReader, OversizedFrame, stream_limit
 from mcpward.transport.write_batch import WriteBatch
 
@@ -198,8 +198,12 @@ async def serve_stdio(gateway: Gateway, identity: Identity | None = None) -> Non
             parsed = jsonrpc.parse_frame(frame)
         except FrameError as exc:
             if exc.notification:
-                DROPPED.warning(
-                    "bad-notification", "a client notification was dropped: %s", exc.message
+                DROPPED.log(
+                    logging.WARNING,
+                    "client",
+                    "bad-notification",
+                    "a client notification was dropped: %s",
+                    exc.message,
                 )
                 return
             await downstream.send(jsonrpc.error(exc.request_id, exc.code, exc.message), None)
@@ -212,7 +216,9 @@ async def serve_stdio(gateway: Gateway, identity: Identity | None = None) -> Non
             f"{max_bytes} bytes; refused"
         )
         if frame.request_id is None:  # a notification, or an id we cannot read exactly
-            DROPPED.warning("oversized", "a client frame was dropped: %s", message)
+            DROPPED.log(
+                logging.WARNING, "client", "oversized", "a client frame was dropped: %s", message
+            )
             return
         await downstream.send(
             jsonrpc.error(frame.request_id, errors.INVALID_REQUEST, message), None
@@ -272,7 +278,7 @@ async def serve_stdio(gateway: Gateway, identity: Identity | None = None) -> Non
         raise StdioFrontFailed(reason)
 
 
-DROPPED = RateLimitedLog(log)
+DROPPED = LimitedLog(log)  # a client cannot flood the log with bad frames
 
 
 def _request_id_of(frame: bytes | OversizedFrame) -> RequestId | None:

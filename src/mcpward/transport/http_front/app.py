@@ -24,10 +24,10 @@ from mcpward.identity.consent import (
     session_identity,
 )
 from mcpward.protocol import errors, jsonrpc, methods
-from mcpward.protocol.droplog import RateLimitedLog
 from mcpward.protocol.eras import HANDSHAKE_VERSIONS
 from mcpward.protocol.jsonrpc import FrameError, FrameKind
 from mcpward.relay.gateway import Gateway
+from mcpward.telemetry.log_limits import LimitedLog
 from mcpward.transport.http_front.capacity import refuse_for_capacity, refuse_while_store_away
 from mcpward.transport.http_front.config import HttpFront
 from mcpward.transport.http_front.console_mount import (
@@ -64,7 +64,7 @@ from mcpward.transport.http_front.responses import (
 )
 
 log = logging.getLogger("mcpward.http")
-DROPPED = RateLimitedLog(log)
+DROPPED = LimitedLog(log)  # a client cannot flood the log with bad frames
 
 METADATA_PREFIX = "/.well-known/oauth-protected-resource"
 # Requests the 2026-07-28 revision removed; a stateless request for one is an unknown method.
@@ -271,7 +271,13 @@ class HttpFrontApp:
             body = jsonrpc.parse_value(raw)  # strict JSON, nesting capped (jsonrpc.MAX_DEPTH)
         except FrameError as exc:
             if exc.notification:
-                DROPPED.warning("bad-notification", "a client notification was dropped: %s", exc)
+                DROPPED.log(
+                    logging.WARNING,
+                    "client",
+                    "bad-notification",
+                    "a client notification was dropped: %s",
+                    exc,
+                )
                 await send_status(send, 202)
                 return
             message = "Parse error" if exc.code == errors.PARSE_ERROR else exc.message
@@ -387,7 +393,13 @@ class HttpFrontApp:
         except FrameError as exc:
             if exc.notification:
                 # A notification of the wrong shape is dropped (never answered, never relayed).
-                DROPPED.warning("bad-notification", "a client notification was dropped: %s", exc)
+                DROPPED.log(
+                    logging.WARNING,
+                    "client",
+                    "bad-notification",
+                    "a client notification was dropped: %s",
+                    exc,
+                )
                 await send_status(send, 202)
                 return
             await send_json(send, 400, jsonrpc.error(exc.request_id, exc.code, exc.message))
