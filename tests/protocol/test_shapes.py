@@ -33,6 +33,12 @@ BAD_NOTIFICATIONS = [
     _notification("notifications/anything", {"_meta": "not an object"}),
     _notification("notifications/anything", [1, 2]),
     {"jsonrpc": "2.0", "method": ""},
+    # a request method with its id left out would reach a server past the judged path
+    _notification("tools/call", {"name": "delete_all", "arguments": {}}),
+    _notification("prompts/get", {"name": "p"}),
+    _notification("resources/read", {"uri": "file:///etc/passwd"}),
+    _notification("sampling/createMessage", {}),
+    {"jsonrpc": "2.0", "method": "custom/unknown"},
 ]
 
 

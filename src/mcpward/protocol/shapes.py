@@ -12,6 +12,7 @@ from mcpward.protocol import methods
 from mcpward.protocol.methods import CANCELLED, PROGRESS, RESOURCES_UPDATED
 
 MESSAGE = "notifications/message"
+NOTIFICATIONS_PREFIX = "notifications/"
 
 
 def is_id(value: object) -> bool:
@@ -65,7 +66,13 @@ _NOTIFICATION_TEXT = {RESOURCES_UPDATED: "uri", MESSAGE: "level"}
 
 
 def notification_problem(method: str, params: dict[str, Any] | None) -> str | None:
-    """What is wrong with a notification's params (already known to be an object or absent)."""
+    """What is wrong with a notification's params (already known to be an object or absent).
+
+    Every MCP notification lives under `notifications/`. Anything else without an id (a
+    `tools/call` with its id left out) would reach a server as a call past the judged path, and
+    nothing would answer it: it is dropped."""
+    if not method.startswith(NOTIFICATIONS_PREFIX):
+        return f'"{method[:64]}" is not a notification method (MCP\'s are "notifications/...")'
     if params is None:
         if method in (CANCELLED, PROGRESS, RESOURCES_UPDATED, MESSAGE):
             return f'"{method}" needs "params"'
