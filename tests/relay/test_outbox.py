@@ -21,7 +21,7 @@ async def test_offer_refuses_past_the_cap_and_take_keeps_order() -> None:
     assert box.offer({"n": 2}, b"12345")
     assert not box.offer({"n": 3}, b"1")  # 11 bytes would pass the cap
     assert box.queued_bytes == 10
-    message, data = await box.take()
+    message, data, _ = await box.take()
     assert message == {"n": 1}
     assert not box.offer({"n": 3}, b"1")  # still counted until written
     box.written(data)
@@ -33,7 +33,7 @@ async def test_a_frame_larger_than_the_cap_goes_alone() -> None:
     box = Outbox(cap_bytes=4, generation=1)
     assert box.offer({"big": True}, b"0123456789")
     assert not box.offer({"small": True}, b"1")
-    _, data = await box.take()
+    _, data, _ = await box.take()
     box.written(data)
     assert box.queued_bytes == 0
 
@@ -44,7 +44,7 @@ async def test_take_waits_and_empty_follows_written() -> None:
     await asyncio.sleep(0)
     assert not taker.done()
     box.offer({"n": 1}, b"abc")
-    _, data = await asyncio.wait_for(taker, 5)
+    _, data, _ = await asyncio.wait_for(taker, 5)
     emptied = asyncio.ensure_future(box.empty())
     await asyncio.sleep(0)
     assert not emptied.done()

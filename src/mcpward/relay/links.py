@@ -24,6 +24,7 @@ from mcpward.relay.foreign_codes import without_gateway_codes
 from mcpward.relay.outbox import Outbox
 from mcpward.telemetry import log_limits
 from mcpward.telemetry.metrics import GatewayMetrics
+from mcpward.telemetry.propagation import TRACEPARENT
 from mcpward.transport.upstream import UpstreamConnection, UpstreamUnavailable
 
 log = logging.getLogger("mcpward.relay")
@@ -453,7 +454,7 @@ class UpstreamLink:
         outbox = self._outbox
         if outbox is None or outbox.generation != self.generation:
             outbox = self._new_outbox()
-        return outbox.offer(message, jsonrpc.dumps(message))
+        return outbox.offer(message, jsonrpc.dumps(message), TRACEPARENT.get())
 
     def _new_outbox(self) -> Outbox:
         """A fresh queue and writer for the current connection (what an earlier one had
@@ -471,10 +472,11 @@ class UpstreamLink:
         """Write queued frames in order; a frame the upstream does not take within the send
         deadline means it stopped reading: it is marked unavailable and restarted."""
         while True:
-            message, data = await outbox.take()
+            message, data, trace = await outbox.take()
             try:
                 if outbox.generation != self.generation or self.state is not LinkState.UP:
                     continue  # queued for a connection that is gone
+                TRACEPARENT.set(trace)  # this task's own context: what an HTTP post copies
                 async with asyncio.timeout(self.send_timeout_s):
                     await self.connection.send_encoded(message, data)
             except TimeoutError:
