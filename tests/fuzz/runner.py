@@ -9,10 +9,12 @@ stayed bounded; and, after an upstream step, the upstream still serves a plain c
 
 from __future__ import annotations
 
+import hashlib
 import json
 import time
 from collections import Counter
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from tests.fuzz import oracle
@@ -49,8 +51,18 @@ class FuzzFailure(AssertionError):
         super().__init__(f"[{front}, {direction}] {what}\n  frame: {show(frame)}")
 
 
+def save_frame(directory: Path, frame: bytes | list[bytes]) -> Path:
+    """Write a failing frame (a script: one line each) where a human can replay it."""
+    directory.mkdir(parents=True, exist_ok=True)
+    lines = [frame] if isinstance(frame, bytes) else list(frame)
+    data = b"\n".join(lines) + b"\n"
+    path = directory / f"{hashlib.sha256(data).hexdigest()[:16]}.jsonl"
+    path.write_bytes(data)
+    return path
+
+
 def show(frame: bytes | list[bytes], limit: int = 1500) -> str:
-    text = repr(frame)
+    text = repr(frame) if isinstance(frame, bytes) else repr([bytes(line) for line in frame])
     return text if len(text) <= limit else f"{text[:limit]}... ({len(text)} chars)"
 
 
@@ -107,21 +119,25 @@ class Fuzzer:
 
     def _fail(self, front: str, direction: str, what: str, frame: bytes | list[bytes]) -> None:
         gateway = self._gateway(front)
+        saved = save_frame(gateway.directory / "failures", frame)
+        what += f"\n  the whole frame is in {saved}"
         if not gateway.alive():
             what += f"\n  the gateway exited with status {gateway.exit_status()}; its log ends:\n"
             what += gateway.log_tail()
+        # The next step starts from a fresh process: a broken link or session must not make
+        # every later example fail for the same reason.
+        gateway.stop()
         raise FuzzFailure(front, direction, what, frame)
 
     def _after(self, front: str, direction: str, frame: bytes | list[bytes], got: Received) -> None:
         gateway = self._gateway(front)
-        if got.problems:
-            self._fail(
-                front, direction, "sent invalid JSON-RPC: " + "; ".join(got.problems[:3]), frame
-            )
+        broken = []
         if got.leaked:
-            self._fail(
-                front, direction, f"a planted credential reached the client: {got.leaked}", frame
-            )
+            broken.append(f"a planted credential reached the client: {sorted(set(got.leaked))}")
+        if got.problems:
+            broken.append("sent invalid JSON-RPC: " + "; ".join(got.problems[:3]))
+        if broken:
+            self._fail(front, direction, "\n  ".join(broken), frame)
         if not gateway.alive():
             self._fail(front, direction, "the gateway process exited", frame)
         growth = gateway.rss_growth_kib()

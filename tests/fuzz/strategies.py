@@ -20,6 +20,21 @@ AWS_ALPHABET = "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567"
 ALNUM = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
 
 
+class Frame(bytes):
+    """One raw line; its repr stays short however large it is (hypothesis prints it)."""
+
+    def __repr__(self) -> str:
+        text = bytes.__repr__(self)
+        return text if len(text) <= 400 else f"{text[:300]}...{text[-60:]} ({len(self)} bytes)"
+
+
+class Script(list[bytes]):
+    """The lines an upstream plays for one call, with the same short repr."""
+
+    def __repr__(self) -> str:
+        return "Script([" + ", ".join(repr(Frame(line)) for line in self) + "])"
+
+
 @dataclass(frozen=True)
 class Raw:
     """JSON text written into a frame as it is."""
@@ -257,8 +272,13 @@ def sized_frames(draw: st.DrawFn, max_frame_bytes: int) -> bytes:
     return padded(frame, size)
 
 
+def client_frames(max_frame_bytes: int) -> st.SearchStrategy[Frame]:
+    """One line a hostile or broken client may send."""
+    return _client_lines(max_frame_bytes).map(Frame)
+
+
 @st.composite
-def client_frames(draw: st.DrawFn, max_frame_bytes: int) -> bytes:
+def _client_lines(draw: st.DrawFn, max_frame_bytes: int) -> bytes:
     """One line a hostile or broken client may send."""
     kind = draw(
         st.sampled_from(["envelope"] * 6 + ["response", "batch", "scalar", "garbage", "sized"])
@@ -404,8 +424,13 @@ FALLBACK = to_bytes(
 )
 
 
+def upstream_scripts(max_frame_bytes: int) -> st.SearchStrategy[Script]:
+    """What the scripted upstream plays for one call (see _script_lines)."""
+    return _script_lines(max_frame_bytes).map(lambda lines: Script(map(Frame, lines)))
+
+
 @st.composite
-def upstream_scripts(draw: st.DrawFn, max_frame_bytes: int) -> list[bytes]:
+def _script_lines(draw: st.DrawFn, max_frame_bytes: int) -> list[bytes]:
     """The lines the scripted upstream plays for one call: extras, the generated answer (or
     none), maybe a second answer and more extras, and mostly a valid answer last so the call
     ends without waiting for the gateway's request timeout."""
