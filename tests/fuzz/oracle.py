@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -17,6 +18,7 @@ NULL: IdKey = ("null", None)
 # Frames deeper than this may be refused by one parser and read by another (orjson stops at 1024).
 SAFE_DEPTH = 500
 INT64 = 2**63
+PARSE_DEPTH = 5000
 
 # What the fuzzer plants (tests/fuzz/strategies.py) and looks for in everything the client receives.
 PLANTED = re.compile(rb"AKIA[A-Z0-9]{16}|ghp_[A-Za-z0-9]{36}")
@@ -59,11 +61,16 @@ def _reject_constant(name: str) -> Any:
 
 
 def lenient_parse(frame: bytes) -> tuple[bool, Any]:
-    """(True, value) if some reasonable JSON parser reads the frame (BOM, surrogates allowed)."""
+    """(True, value) if some reasonable JSON parser reads the frame (BOM, surrogates allowed,
+    deeper than Python's default recursion limit: orjson reads 1,024 levels)."""
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(limit, PARSE_DEPTH))
     try:
         return True, json.loads(frame, parse_constant=_reject_constant)
     except (ValueError, RecursionError, UnicodeDecodeError):
         return False, None
+    finally:
+        sys.setrecursionlimit(limit)
 
 
 def strings_of(value: Any) -> Iterator[str]:
