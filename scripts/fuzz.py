@@ -23,10 +23,9 @@ sys.path.insert(0, str(REPO_ROOT))
 
 from hypothesis import HealthCheck, Phase, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
-
 from tests.fuzz import runner  # noqa: E402
 from tests.fuzz.gateways import MAX_FRAME_BYTES, HttpGateway, StdioGateway  # noqa: E402
-from tests.fuzz.runner import FuzzFailure, Fuzzer, save_frame  # noqa: E402
+from tests.fuzz.runner import Fuzzer, FuzzFailure, save_frame  # noqa: E402
 from tests.fuzz.strategies import client_frames, upstream_scripts  # noqa: E402
 
 FRONTS = {"stdio": ["stdio"], "http": ["http-legacy", "http-modern"]}
@@ -72,7 +71,7 @@ def main() -> int:
     parser.add_argument("--minutes", type=float, required=True)
     parser.add_argument("--front", choices=sorted(FRONTS), default="all")
     parser.add_argument("--direction", choices=sorted(DIRECTIONS), default="all")
-    parser.add_argument("--results", type=Path, default=REPO_ROOT / "fuzz-results")
+    parser.add_argument("--results", type=Path, default=REPO_ROOT / "results" / "fuzz")
     parser.add_argument("--chunk", type=int, default=25, help="examples per hypothesis run")
     parser.add_argument("--no-shrink", action="store_true", help="report failures unshrunk")
     args = parser.parse_args()

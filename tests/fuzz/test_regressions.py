@@ -70,6 +70,11 @@ CLIENT_CRASHERS = {
         {"jsonrpc": "2.0", "method": "notifications/message", "params": {"id": 1, "data": "x"}},
         MAX_FRAME_BYTES + 1,
     ),
+    # 069fae3 (found by this fuzzer): a tools/call without an id is forwarded to the upstream as
+    # a notification, unjudged: the tool_filter that refuses delete_things never sees it.
+    "tools-call-as-notification-of-a-refused-tool": line(
+        {"jsonrpc": "2.0", "method": "tools/call", "params": {"name": "delete_things"}}
+    ),
 }
 
 
