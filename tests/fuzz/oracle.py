@@ -119,17 +119,18 @@ def unambiguous(frame: bytes, value: Any) -> bool:
     return not has_lone_surrogate(value) and depth_of(value) <= SAFE_DEPTH
 
 
-def client_slot(frame: bytes, max_frame_bytes: int) -> Slot | None:
-    """The answer the gateway owes a client frame (None: it must not answer at all)."""
+def client_slot(frame: bytes, max_frame_bytes: int, *, http: bool = False) -> Slot | None:
+    """The answer the gateway owes a client frame (None: it must not answer at all). On stdio a
+    blank line is no frame; over HTTP a blank body is one that cannot be read."""
     if not frame.strip():
-        return None
+        return Slot(frozenset({NULL}), True, "an empty body") if http else None
     readable, value = lenient_parse(frame)
     own: IdKey | None = None
     if readable and isinstance(value, dict) and valid_id(value.get("id")):
         own = id_key(value["id"])
     if len(frame) > max_frame_bytes:
-        is_request = own is not None and "method" in value
-        accept = {NULL, own} if is_request and own is not None else {NULL}
+        # Its own top-level id may be answered (read safely); an id found elsewhere may not.
+        accept = {NULL, own} if own is not None else {NULL}
         return Slot(frozenset(accept), True, "over the size cap")
     if not readable:
         return Slot(frozenset({NULL}), True, "not readable JSON")

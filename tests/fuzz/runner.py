@@ -235,7 +235,7 @@ class Fuzzer:
         assert gateway is not None
         front = f"http-{era}"
         body, method, name = with_modern_meta(frame) if era == "modern" else (frame, None, None)
-        slot = oracle.client_slot(body, MAX_FRAME_BYTES)
+        slot = oracle.client_slot(body, MAX_FRAME_BYTES, http=True)
         calls_before = len(upstream_calls(gateway.directory))
         get_start = gateway.get_stream_size()
         answer = gateway.post(era, body, method, name)
