@@ -70,6 +70,15 @@ CLIENT_CRASHERS = {
         {"jsonrpc": "2.0", "method": "notifications/message", "params": {"id": 1, "data": "x"}},
         MAX_FRAME_BYTES + 1,
     ),
+    # 069fae3 (found by this fuzzer): a deep notification of any method; HTTP legacy: 500.
+    "ping-notification-1000-deep": (
+        b'{"jsonrpc":"2.0","method":"ping","params":' + DEEP_1000.encode() + b"}"
+    ),
+    # 069fae3 (found by this fuzzer): raw invalid UTF-8 (a surrogate's bytes) in the id beside a
+    # 20-digit integer: the stdlib parser decodes it with surrogatepass; HTTP 2026-07-28: 500.
+    "raw-surrogate-bytes-in-id-and-20-digits": (
+        b'{"jsonrpc":"2.0","id":"\xed\xa0\x80","n":12345678901234567890,"":null}'
+    ),
     # 069fae3 (found by this fuzzer): a tools/call without an id is forwarded to the upstream as
     # a notification, unjudged: the tool_filter that refuses delete_things never sees it.
     "tools-call-as-notification-of-a-refused-tool": line(
