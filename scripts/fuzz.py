@@ -114,9 +114,10 @@ def main() -> int:
     print(f"\nran {elapsed / 60:.1f} min; frames per front and direction:")
     for front, direction in pairs:
         print(f"  {front:12} {direction:9} {runner.COUNTS[(front, direction)]:7}")
-    print(f"crashers: {len(crashers)}")
-    for front, direction, what, saved in crashers:
-        print(f"  [{front}, {direction}] {what}  ({saved})")
+    distinct = {saved: (front, direction, what) for front, direction, what, saved in crashers}
+    print(f"crashers: {len(crashers)} ({len(distinct)} distinct minimal frames)")
+    for saved, (front, direction, what) in distinct.items():
+        print(f"  [{front}, {direction}] {what[:160]}  ({saved})")
     return 1 if crashers else 0
 
 

@@ -404,7 +404,12 @@ class HttpGateway(GatewayProcess):
             if not self.alive() or time.monotonic() > deadline:
                 raise GatewayDied(f"the HTTP gateway did not start:\n{self.log_tail()}")
             time.sleep(0.05)
-        self.http = httpx.Client(timeout=httpx.Timeout(ANSWER_WAIT_S))
+        # A connection per exchange: a kept-alive one the server closes while idle (its
+        # keep-alive or idle timeout) would fail the next POST for no fault of the gateway.
+        self.http = httpx.Client(
+            timeout=httpx.Timeout(ANSWER_WAIT_S),
+            limits=httpx.Limits(max_keepalive_connections=0),
+        )
         self.open_legacy_session()
 
     def open_legacy_session(self) -> None:

@@ -12,7 +12,7 @@ from tests.fuzz.strategies import client_frames
 
 
 @pytest.mark.parametrize("front", FRONTS)
-@fuzz_settings(25)
+@fuzz_settings(40)
 @given(frame=client_frames(MAX_FRAME_BYTES))
 def test_no_client_frame_breaks_a_promise(fuzzer: Fuzzer, front: str, frame: bytes) -> None:
     fuzzer.client_frame(front, frame)

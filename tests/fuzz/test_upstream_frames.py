@@ -13,7 +13,7 @@ from tests.fuzz.strategies import upstream_scripts
 
 
 @pytest.mark.parametrize("front", FRONTS)
-@fuzz_settings(15)
+@fuzz_settings(20)
 @given(lines=upstream_scripts(MAX_FRAME_BYTES))
 def test_no_upstream_frame_breaks_a_promise(fuzzer: Fuzzer, front: str, lines: list[bytes]) -> None:
     fuzzer.upstream_script(front, lines)
