@@ -12,6 +12,7 @@ asked for, until the time is up; prints the frames run per front and direction a
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 import time
 from collections.abc import Callable
@@ -74,13 +75,20 @@ def main() -> int:
     parser.add_argument("--results", type=Path, default=REPO_ROOT / "results" / "fuzz")
     parser.add_argument("--chunk", type=int, default=25, help="examples per hypothesis run")
     parser.add_argument("--no-shrink", action="store_true", help="report failures unshrunk")
+    parser.add_argument(
+        "--ignore",
+        action="append",
+        default=[],
+        metavar="REGEX",
+        help="count failures whose message matches instead of stopping at them (repeatable)",
+    )
     args = parser.parse_args()
 
     work = args.results / time.strftime("run-%Y%m%dT%H%M%S")
     crashers_dir = work / "crashers"
     stdio = StdioGateway(work / "stdio") if args.front in ("stdio", "all") else None
     http = HttpGateway(work / "http") if args.front in ("http", "all") else None
-    fuzzer = Fuzzer(stdio, http)
+    fuzzer = Fuzzer(stdio, http, [re.compile(pattern) for pattern in args.ignore])
     pairs = [(f, d) for f in FRONTS[args.front] for d in DIRECTIONS[args.direction]]
     crashers: list[tuple[str, str, str, Path]] = []
     started = time.monotonic()
@@ -114,6 +122,10 @@ def main() -> int:
     print(f"\nran {elapsed / 60:.1f} min; frames per front and direction:")
     for front, direction in pairs:
         print(f"  {front:12} {direction:9} {runner.COUNTS[(front, direction)]:7}")
+    if fuzzer.known:
+        print("known failures (--ignore), not stopped at:")
+        for what, count in fuzzer.known.most_common():
+            print(f"  {count:6}x {what}")
     distinct = {saved: (front, direction, what) for front, direction, what, saved in crashers}
     print(f"crashers: {len(crashers)} ({len(distinct)} distinct minimal frames)")
     for saved, (front, direction, what) in distinct.items():
