@@ -135,6 +135,23 @@ UPSTREAM_CRASHERS = {
         ),
         FALLBACK,
     ],
+    # 069fae3 (found by this fuzzer): an error whose data is 1,000 deep: the call is never
+    # answered, not even by the request timeout.
+    "error-data-1000-deep": [
+        b'{"jsonrpc":"2.0","id":"__FUZZ_ID__","error":{"code":1,"message":"x","data":'
+        + DEEP_1000.encode()
+        + b"}}",
+        FALLBACK,
+    ],
+    # 069fae3 (found by this fuzzer): relayed to the client as they came.
+    "notification-method-not-a-string": [
+        line({"jsonrpc": "2.0", "method": True, "params": {}}),
+        FALLBACK,
+    ],
+    "request-to-client-with-list-params": [
+        line({"jsonrpc": "2.0", "id": 2, "method": "vendor/ask", "params": [[1]]}),
+        FALLBACK,
+    ],
     # 069fae3: an array or object id kills the link's reader; every later call fails.
     "answer-with-array-id": [line({"jsonrpc": "2.0", "id": [1], "result": {}}), FALLBACK],
     "answer-with-object-id": [line({"jsonrpc": "2.0", "id": {"a": 1}, "result": {}}), FALLBACK],
