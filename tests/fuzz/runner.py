@@ -42,6 +42,10 @@ FRONTS = ("stdio", "http-legacy", "http-modern")
 COUNTS: Counter[tuple[str, str]] = Counter()
 
 
+class KnownFailure(Exception):
+    """A failure the run was told to ignore: the step ends quietly (and counts it)."""
+
+
 class FuzzFailure(AssertionError):
     """A promise the gateway broke; `frame` is what was sent (or the upstream's script)."""
 
@@ -132,7 +136,8 @@ class Fuzzer:
         gateway = self._gateway(front)
         if any(pattern.search(what) for pattern in self.ignore):
             self.known[f"[{front}, {direction}] {what.splitlines()[0][:120]}"] += 1
-            return
+            gateway.stop()
+            raise KnownFailure(what)
         saved = save_frame(gateway.directory / "failures", frame)
         what += f"\n  the whole frame is in {saved}"
         if not gateway.alive():
@@ -197,12 +202,15 @@ class Fuzzer:
         self.prepare(front)
         COUNTS[(front, "client")] += 1
         try:
-            if front == "stdio":
-                self._client_stdio(frame)
-            else:
-                self._client_http(front.removeprefix("http-"), frame)
-        except GatewayDied as exc:
-            self._fail(front, "client", str(exc), frame)
+            try:
+                if front == "stdio":
+                    self._client_stdio(frame)
+                else:
+                    self._client_http(front.removeprefix("http-"), frame)
+            except GatewayDied as exc:
+                self._fail(front, "client", str(exc), frame)
+        except KnownFailure:
+            return
 
     def _client_stdio(self, frame: bytes) -> None:
         gateway = self.stdio
@@ -299,12 +307,15 @@ class Fuzzer:
         name = gateway.next_id("s").replace("-", "_")
         write_script(gateway.directory, name, lines)
         try:
-            if front == "stdio":
-                self._upstream_stdio(name, lines)
-            else:
-                self._upstream_http(front.removeprefix("http-"), name, lines)
-        except GatewayDied as exc:
-            self._fail(front, "upstream", str(exc), lines)
+            try:
+                if front == "stdio":
+                    self._upstream_stdio(name, lines)
+                else:
+                    self._upstream_http(front.removeprefix("http-"), name, lines)
+            except GatewayDied as exc:
+                self._fail(front, "upstream", str(exc), lines)
+        except KnownFailure:
+            return
 
     def _upstream_stdio(self, script: str, lines: list[bytes]) -> None:
         gateway = self.stdio
