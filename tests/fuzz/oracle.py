@@ -130,8 +130,11 @@ def client_slot(frame: bytes, max_frame_bytes: int, *, http: bool = False) -> Sl
         own = id_key(value["id"])
     if len(frame) > max_frame_bytes:
         # Its own top-level id may be answered (read safely); an id found elsewhere may not.
+        # The gateway answers only a frame it knows is a request from its head and tail
+        # (docs/errors.md): a notification, or a request whose members it cannot see, is dropped.
         accept = {NULL, own} if own is not None else {NULL}
-        return Slot(frozenset(accept), True, "over the size cap")
+        is_request = readable and isinstance(value, dict) and "method" in value and own is not None
+        return Slot(frozenset(accept), False, "over the size cap" + (" (a request)" * is_request))
     if not readable:
         return Slot(frozenset({NULL}), True, "not readable JSON")
     if not isinstance(value, dict):
