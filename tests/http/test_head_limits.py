@@ -120,6 +120,17 @@ async def test_a_silent_or_stalled_connection_is_closed(tmp_path: Path, sends: b
         assert data == b"" if not sends else data.startswith(b"HTTP/1.1 408 "), data[:200]
 
 
+async def test_a_body_that_stalls_gets_408(tmp_path: Path) -> None:
+    async with http_gateway(tmp_path, body_timeout_s=1.0) as (_, port):
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        writer.write(head(port, "Content-Type: application/json", "Content-Length: 100") + b"\r\n{")
+        await writer.drain()
+        # one byte of a 100-byte body, then nothing: answered 408 (the guard only stops a hang)
+        data = await asyncio.wait_for(read_all(reader), HANG_GUARD_S)
+        writer.close()
+        assert data.startswith(b"HTTP/1.1 408 "), data[:200]
+
+
 async def test_an_idle_keep_alive_connection_is_closed(tmp_path: Path) -> None:
     async with http_gateway(tmp_path) as (_, port):
         reader, writer = await asyncio.open_connection("127.0.0.1", port)

@@ -4,6 +4,7 @@ then the capped body, then the era: handshake sessions or 2026-07-28 stateless r
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import functools
 import logging
@@ -240,16 +241,21 @@ class HttpFrontApp:
             await send_status(send, 413, b"Payload Too Large")
             return None
         body = bytearray()
-        while True:
-            message = await receive()
-            if message["type"] == "http.disconnect":
-                return None
-            body += message.get("body", b"")
-            if len(body) > cap:
-                await send_status(send, 413, b"Payload Too Large")
-                return None
-            if not message.get("more_body", False):
-                return bytes(body)
+        try:
+            async with asyncio.timeout(self.front.body_timeout_s):
+                while True:
+                    message = await receive()
+                    if message["type"] == "http.disconnect":
+                        return None
+                    body += message.get("body", b"")
+                    if len(body) > cap:
+                        await send_status(send, 413, b"Payload Too Large")
+                        return None
+                    if not message.get("more_body", False):
+                        return bytes(body)
+        except TimeoutError:
+            await send_status(send, 408, b"Request Timeout")
+            return None
 
     async def _post(
         self,

@@ -89,6 +89,13 @@ class HttpFront(BaseModel):
         description="A request head must be complete this long after the connection opened or "
         "the request began; else the connection is closed (408 if it had begun).",
     )
+    body_timeout_s: float = Field(
+        default=30.0,
+        gt=0,
+        le=3600,
+        description="A request body must be complete this long after its head; else 408 and "
+        "the request is dropped (a client that stalls mid-body holds nothing for long).",
+    )
     keep_alive_timeout_s: float = Field(
         default=5.0, gt=0, le=300, description="An idle keep-alive connection is closed after this."
     )
