@@ -155,6 +155,13 @@ UPSTREAM_CRASHERS = {
     # 069fae3: an array or object id kills the link's reader; every later call fails.
     "answer-with-array-id": [line({"jsonrpc": "2.0", "id": [1], "result": {}}), FALLBACK],
     "answer-with-object-id": [line({"jsonrpc": "2.0", "id": {"a": 1}, "result": {}}), FALLBACK],
+    # found by `scripts/fuzz.py --minutes 8` on the merged fixes: a notification with
+    # "params": null was relayed as it came over the 2026-07-28 front (JSON-RPC has no null params)
+    "notification-with-null-params": [
+        b'{"jsonrpc":"2.0","method":"notifications/tools/list_changed","params":null,'
+        b'"n":12345678901234567890}',
+        FALLBACK,
+    ],
 }
 
 

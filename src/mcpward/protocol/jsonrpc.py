@@ -202,6 +202,8 @@ def _classify_call(message: Message, raw_id: object, echo_id: RequestId | None) 
             notification=is_notification,
         )
     params = message.get("params")
+    if params is None and "params" in message:
+        del message["params"]  # null reads as absent, and is forwarded so (JSON-RPC allows no null)
     if params is not None and not isinstance(params, dict):
         raise FrameError(
             -32600, 'MCP "params" must be a JSON object', echo_id, notification=is_notification
