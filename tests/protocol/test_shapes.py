@@ -38,7 +38,7 @@ BAD_NOTIFICATIONS = [
     _notification("prompts/get", {"name": "p"}),
     _notification("resources/read", {"uri": "file:///etc/passwd"}),
     _notification("sampling/createMessage", {}),
-    {"jsonrpc": "2.0", "method": "custom/unknown"},
+    {"jsonrpc": "2.0", "method": "ping"},
 ]
 
 
@@ -57,6 +57,7 @@ GOOD_NOTIFICATIONS = [
     _notification("notifications/progress", {"progressToken": 12345678901234567890, "progress": 1}),
     {"jsonrpc": "2.0", "method": "notifications/initialized"},
     _notification("notifications/anything", {"_meta": {"x": [1]}, "free": {"shape": 1}}),
+    _notification("vendor/custom_note", {"n": 1}),  # a vendor's own notification passes
 ]
 
 

@@ -34,6 +34,35 @@ ROOTS_LIST = "roots/list"
 
 LIST_CHANGED = frozenset({TOOLS_LIST_CHANGED, PROMPTS_LIST_CHANGED, RESOURCES_LIST_CHANGED})
 
+# MCP's requests (either direction) and 2026-07-28's tasks: sent without an id, one would reach
+# the other side past every check the gateway makes of that request, and nothing would answer it.
+REQUESTS = frozenset(
+    {
+        INITIALIZE,
+        DISCOVER,
+        PING,
+        TOOLS_LIST,
+        TOOLS_CALL,
+        PROMPTS_LIST,
+        PROMPTS_GET,
+        RESOURCES_LIST,
+        RESOURCE_TEMPLATES_LIST,
+        RESOURCES_READ,
+        RESOURCES_SUBSCRIBE,
+        RESOURCES_UNSUBSCRIBE,
+        COMPLETION_COMPLETE,
+        LOGGING_SET_LEVEL,
+        SUBSCRIPTIONS_LISTEN,
+        SAMPLING_CREATE,
+        ELICITATION_CREATE,
+        ROOTS_LIST,
+        "tasks/get",
+        "tasks/result",
+        "tasks/list",
+        "tasks/cancel",
+    }
+)
+
 # The client capability a server->client request needs before it may be forwarded.
 SERVER_REQUEST_CAPABILITY = {
     SAMPLING_CREATE: "sampling",

@@ -12,7 +12,6 @@ from mcpward.protocol import methods
 from mcpward.protocol.methods import CANCELLED, PROGRESS, RESOURCES_UPDATED
 
 MESSAGE = "notifications/message"
-NOTIFICATIONS_PREFIX = "notifications/"
 
 
 def is_id(value: object) -> bool:
@@ -68,11 +67,11 @@ _NOTIFICATION_TEXT = {RESOURCES_UPDATED: "uri", MESSAGE: "level"}
 def notification_problem(method: str, params: dict[str, Any] | None) -> str | None:
     """What is wrong with a notification's params (already known to be an object or absent).
 
-    Every MCP notification lives under `notifications/`. Anything else without an id (a
-    `tools/call` with its id left out) would reach a server as a call past the judged path, and
-    nothing would answer it: it is dropped."""
-    if not method.startswith(NOTIFICATIONS_PREFIX):
-        return f'"{method[:64]}" is not a notification method (MCP\'s are "notifications/...")'
+    A request method sent without an id (a `tools/call` with its id left out) would reach the
+    other side past every check of that request and be answered by nobody: it is dropped.
+    Notifications of other names (a vendor's own) pass."""
+    if method in methods.REQUESTS:
+        return f'"{method}" is a request method sent without an id'
     if params is None:
         if method in (CANCELLED, PROGRESS, RESOURCES_UPDATED, MESSAGE):
             return f'"{method}" needs "params"'
