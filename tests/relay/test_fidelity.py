@@ -35,7 +35,7 @@ async def test_tool_call_params_are_forwarded_as_judged(gateway: GatewayFactory)
 async def test_unknown_notifications_pass_both_ways(gateway: GatewayFactory) -> None:
     async with gateway([echo_upstream("a")]) as peer:
         await peer.notify("vendor/custom_note", {"n": 1})
-        note = await peer.unsolicited.get()
+        note = await asyncio.wait_for(peer.unsolicited.get(), 60)  # a hang guard
         assert note == {"jsonrpc": "2.0", "method": "vendor/echoed", "params": {"n": 1}}
 
 
