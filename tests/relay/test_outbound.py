@@ -15,6 +15,7 @@ from mcpward.pipeline.executor import Pipeline
 from mcpward.pipeline.spec import FailureMode, GuardSpec
 from mcpward.relay import outbound
 from mcpward.relay.outbound import judge_error, judge_message
+from mcpward.telemetry.log_limits import LINES_PER_MINUTE, LimitedLog
 
 AKIA = "AKIA" + "QW3ERT5YUI7OPA2S"
 BOTH = [Phase.UPSTREAM_ERROR, Phase.UPSTREAM_MESSAGE]
@@ -43,7 +44,7 @@ LOG = {"jsonrpc": "2.0", "method": "notifications/message", "params": {"level": 
 
 @pytest.fixture(autouse=True)
 def _log_every_drop(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(outbound, "_last_drop_log", 0.0)
+    monkeypatch.setattr(outbound, "DROPS", LimitedLog(outbound.log))
 
 
 async def test_nothing_to_redact_passes_the_very_same_message() -> None:
@@ -73,12 +74,16 @@ async def test_a_notification_whose_judging_fails_is_dropped() -> None:
     assert await judge_message(Pipeline([Broken(spec, None)]), LOG, ctx(LOG["method"])) is LOG
 
 
-async def test_drops_are_logged_once_per_interval(caplog: pytest.LogCaptureFixture) -> None:
+async def test_drops_are_logged_a_bounded_number_of_times(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     message = {**LOG, "params": {"data": AKIA}}
     with caplog.at_level(logging.WARNING, logger="mcpward.relay"):
         for _ in range(50):
             assert await judge_message(secrets("deny"), message, ctx(LOG["method"])) is None
-    assert len([r for r in caplog.records if "dropped" in r.getMessage()]) == 1
+    lines = [r for r in caplog.records if "dropped" in r.getMessage()]
+    assert len(lines) == LINES_PER_MINUTE + 1  # then one line saying the rest are suppressed
+    assert "suppressing" in lines[-1].getMessage()
 
 
 async def test_a_denied_error_becomes_the_gateways_denial() -> None:

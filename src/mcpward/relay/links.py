@@ -36,7 +36,6 @@ StateHandler = Callable[["UpstreamLink"], Awaitable[None]]
 # An upstream that takes no bytes for this long is stuck (restarted); and what may wait for it.
 DEFAULT_SEND_TIMEOUT_S = 30.0
 DEFAULT_SEND_QUEUE_BYTES = 8 * 1024 * 1024
-DROP_LOG_INTERVAL_S = 10.0
 CLOSE_FLUSH_S = 0.5  # at close, how long what is queued (a cancellation, say) may take to leave
 
 
@@ -119,8 +118,6 @@ class UpstreamLink:
         self.send_queue_bytes = send_queue_bytes
         self._outbox: Outbox | None = None
         self._writer: asyncio.Task[None] | None = None
-        self._dropped = 0  # notifications dropped since the last log line about it
-        self._dropped_logged_at = -math.inf
 
     @property
     def up(self) -> bool:
@@ -509,16 +506,13 @@ class UpstreamLink:
             await self.connection.close()  # no restart: release the stuck process now
 
     def _log_drop(self) -> None:
-        self._dropped += 1
-        now = time.monotonic()
-        if now - self._dropped_logged_at >= DROP_LOG_INTERVAL_S:
-            log.warning(
-                "upstream %s is not reading its input; dropped %d notification(s)",
-                self.id,
-                self._dropped,
-            )
-            self._dropped = 0
-            self._dropped_logged_at = now
+        self._limited.log(
+            logging.WARNING,
+            self.id,
+            "not reading",
+            "upstream %s is not reading its input; a notification to it was dropped",
+            self.id,
+        )
 
     async def _flush_outbox(self) -> None:
         """At close: let what is queued (a cancellation, say) leave, briefly."""

@@ -11,7 +11,6 @@ server request drops it (the upstream's request is refused), as does any failure
 from __future__ import annotations
 
 import logging
-import time
 from typing import Any
 
 from mcpward.pipeline.context import GuardContext
@@ -20,13 +19,13 @@ from mcpward.pipeline.phases import Phase
 from mcpward.protocol import jsonrpc
 from mcpward.protocol.jsonrpc import Message, RequestId
 from mcpward.relay import replies
+from mcpward.telemetry.log_limits import LimitedLog
 
 log = logging.getLogger("mcpward.relay")
 
 _ERROR_PHASES = (Phase.UPSTREAM_ERROR,)
 _MESSAGE_PHASES = (Phase.UPSTREAM_MESSAGE,)
 WARNINGS_META = "dev.mcpward/warnings"
-DROP_LOG_INTERVAL_S = 10.0
 
 
 async def judge_error(
@@ -117,22 +116,17 @@ async def judge_message(pipeline: Pipeline, message: Message, ctx: GuardContext)
     return message if judged is params else {**message, "params": judged}
 
 
-_last_drop_log = 0.0
-_drops_since_log = 0
+DROPS = LimitedLog(log)  # an upstream cannot flood the log with what it makes us drop
 
 
 def _dropped(ctx: GuardContext, why: str) -> None:
-    """One log line per interval, however many an upstream makes the gateway drop."""
-    global _last_drop_log, _drops_since_log
-    _drops_since_log += 1
-    now = time.monotonic()
-    if now - _last_drop_log < DROP_LOG_INTERVAL_S:
-        return
-    log.warning(
-        "upstream %s: %s dropped, %s (%d dropped since the last such line)",
+    """A bounded number of log lines, however many an upstream makes the gateway drop."""
+    DROPS.log(
+        logging.WARNING,
+        f"upstream {ctx.server_name}",
+        "dropped",
+        "upstream %s: %s dropped, %s",
         ctx.server_name,
         str(ctx.method)[:80],  # the upstream's own string: bounded in the log
         why,
-        _drops_since_log,
     )
-    _last_drop_log, _drops_since_log = now, 0
