@@ -21,7 +21,7 @@ from mcpward.protocol import errors, jsonrpc
 from mcpward.protocol.jsonrpc import FrameError, FrameKind, Message, RequestId
 from mcpward.protocol.outgoing import encode_outgoing
 from mcpward.relay.gateway import Gateway
-from mcpward.telemetry.log_limits import LimitedLog
+from mcpward.transport.client_drops import note_dropped
 from mcpward.transport.framing import FrameReader, OversizedFrame, stream_limit
 from mcpward.transport.write_batch import WriteBatch
 
@@ -198,13 +198,7 @@ async def serve_stdio(gateway: Gateway, identity: Identity | None = None) -> Non
             parsed = jsonrpc.parse_frame(frame)
         except FrameError as exc:
             if exc.notification:
-                DROPPED.log(
-                    logging.WARNING,
-                    "client",
-                    "bad-notification",
-                    "a client notification was dropped: %s",
-                    exc.message,
-                )
+                note_dropped("bad-notification", "notification", exc.message)
                 return
             await downstream.send(jsonrpc.error(exc.request_id, exc.code, exc.message), None)
             return
@@ -216,9 +210,7 @@ async def serve_stdio(gateway: Gateway, identity: Identity | None = None) -> Non
             f"{max_bytes} bytes; refused"
         )
         if frame.request_id is None:  # a notification, or an id we cannot read exactly
-            DROPPED.log(
-                logging.WARNING, "client", "oversized", "a client frame was dropped: %s", message
-            )
+            note_dropped("oversized", "frame", message)
             return
         await downstream.send(
             jsonrpc.error(frame.request_id, errors.INVALID_REQUEST, message), None
@@ -276,9 +268,6 @@ async def serve_stdio(gateway: Gateway, identity: Identity | None = None) -> Non
         writer.close()
     if failure is not None:
         raise StdioFrontFailed(reason)
-
-
-DROPPED = LimitedLog(log)  # a client cannot flood the log with bad frames
 
 
 def _request_id_of(frame: bytes | OversizedFrame) -> RequestId | None:

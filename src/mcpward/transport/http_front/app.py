@@ -28,7 +28,7 @@ from mcpward.protocol import errors, jsonrpc, methods
 from mcpward.protocol.eras import HANDSHAKE_VERSIONS
 from mcpward.protocol.jsonrpc import FrameError, FrameKind
 from mcpward.relay.gateway import Gateway
-from mcpward.telemetry.log_limits import LimitedLog
+from mcpward.transport.client_drops import note_dropped
 from mcpward.transport.http_front.capacity import refuse_for_capacity, refuse_while_store_away
 from mcpward.transport.http_front.config import HttpFront
 from mcpward.transport.http_front.console_mount import (
@@ -65,7 +65,6 @@ from mcpward.transport.http_front.responses import (
 )
 
 log = logging.getLogger("mcpward.http")
-DROPPED = LimitedLog(log)  # a client cannot flood the log with bad frames
 
 METADATA_PREFIX = "/.well-known/oauth-protected-resource"
 # Requests the 2026-07-28 revision removed; a stateless request for one is an unknown method.
@@ -276,18 +275,7 @@ class HttpFrontApp:
         try:
             body = jsonrpc.parse_value(raw)  # strict JSON, nesting capped (jsonrpc.MAX_DEPTH)
         except FrameError as exc:
-            if exc.notification:
-                DROPPED.log(
-                    logging.WARNING,
-                    "client",
-                    "bad-notification",
-                    "a client notification was dropped: %s",
-                    exc,
-                )
-                await send_status(send, 202)
-                return
-            message = "Parse error" if exc.code == errors.PARSE_ERROR else exc.message
-            await send_json(send, 400, jsonrpc.error(exc.request_id, exc.code, message))
+            await _refuse_frame(exc, send)
             return
         if modern:
             await self._post_modern(scope, receive, send, headers, principal, body)
@@ -397,18 +385,7 @@ class HttpFrontApp:
         try:
             frame = jsonrpc.classify(body)
         except FrameError as exc:
-            if exc.notification:
-                # A notification of the wrong shape is dropped (never answered, never relayed).
-                DROPPED.log(
-                    logging.WARNING,
-                    "client",
-                    "bad-notification",
-                    "a client notification was dropped: %s",
-                    exc,
-                )
-                await send_status(send, 202)
-                return
-            await send_json(send, 400, jsonrpc.error(exc.request_id, exc.code, exc.message))
+            await _refuse_frame(exc, send)
             return
         version = headers.get("mcp-protocol-version")
         if unsupported_version(version):
@@ -499,3 +476,14 @@ def _bad_ceiling(request_id: Any) -> dict[str, Any]:
         errors.INVALID_PARAMS,
         f"{CEILING_PARAM} must be one of {allowed}",
     )
+
+
+async def _refuse_frame(exc: FrameError, send: Send) -> None:
+    """A body the edge refused: a notification is dropped (202, never relayed or answered),
+    anything else answered 400 with its JSON-RPC error."""
+    if exc.notification:
+        note_dropped("bad-notification", "notification", exc.message)
+        await send_status(send, 202)
+        return
+    message = "Parse error" if exc.code == errors.PARSE_ERROR else exc.message
+    await send_json(send, 400, jsonrpc.error(exc.request_id, exc.code, message))
