@@ -20,6 +20,7 @@ from typing import ClassVar
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 log = logging.getLogger("mcpward.http")
+LINGER_S = 2.0  # how long a refused connection is read and dropped before it is closed
 
 _REASONS = {
     408: b"Request Timeout",
@@ -46,6 +47,7 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
     _head_bytes = 0
     _head_timer: asyncio.TimerHandle | None = None
     _refusal: int | None = None  # the status a parser callback refused the request with
+    _lingering = False  # refused and half-closed: input is dropped until the close
 
     # ---- connection --------------------------------------------------------------------------
 
@@ -62,6 +64,8 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
         super().connection_lost(exc)
 
     def data_received(self, data: bytes) -> None:
+        if self._lingering:
+            return  # refused: what the peer still sends is read and dropped, never parsed
         if not self._head_open:
             super().data_received(data)
             return
@@ -152,7 +156,14 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
             *extra,
         ]
         self.transport.write(head + b"".join(fields) + b"\r\n" + text)
-        self.transport.close()
+        # A lingering close: closing at once with the peer's bytes unread makes the kernel send
+        # a reset, which can destroy the answer before the peer reads it. So send the answer
+        # and our end of stream, drop what still comes for a moment (never parsed, never kept),
+        # then close.
+        self._lingering = True
+        if self.transport.can_write_eof():
+            self.transport.write_eof()
+        self.loop.call_later(LINGER_S, self.transport.close)
 
 
 def guarded_protocol(limits: ConnectionLimits) -> type[GuardedHttpToolsProtocol]:
