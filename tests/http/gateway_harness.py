@@ -57,13 +57,18 @@ async def fixture_upstream(record_headers: Path | None = None) -> AsyncIterator[
         await wait_for_port(port, proc)
         yield f"http://127.0.0.1:{port}/mcp"
     finally:
-        if proc.returncode is None:
-            proc.terminate()
-            try:
-                await asyncio.wait_for(proc.wait(), 5)
-            except TimeoutError:
-                proc.kill()
-                await proc.wait()
+        await stop_process(proc)
+
+
+async def stop_process(proc: asyncio.subprocess.Process, grace_s: float = 15.0) -> None:
+    """SIGTERM, then SIGKILL if it is still there after `grace_s` (a hang guard)."""
+    if proc.returncode is None:
+        proc.terminate()
+        try:
+            await asyncio.wait_for(proc.wait(), grace_s)
+        except TimeoutError:
+            proc.kill()
+            await proc.wait()
 
 
 def token_entry(

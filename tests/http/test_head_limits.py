@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from tests.http.gateway_harness import free_port, token_entry, wait_for_port
+from tests.http.gateway_harness import free_port, stop_process, token_entry, wait_for_port
 from tests.relay.conftest import echo_upstream
 from tests.support.gateway import gateway_argv, write_gateway_config
 
@@ -50,13 +50,7 @@ async def http_gateway(
         await wait_for_port(port, proc)
         yield proc, port
     finally:
-        if proc.returncode is None:
-            proc.terminate()
-            try:
-                await asyncio.wait_for(proc.wait(), 15)
-            except TimeoutError:
-                proc.kill()
-                await proc.wait()
+        await stop_process(proc)
 
 
 def rss_bytes(pid: int) -> int:

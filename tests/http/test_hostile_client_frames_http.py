@@ -18,7 +18,7 @@ import httpx
 import pytest
 import pytest_asyncio
 
-from tests.http.gateway_harness import free_port, wait_for_port
+from tests.http.gateway_harness import free_port, stop_process, wait_for_port
 from tests.relay.conftest import ECHO
 from tests.relay.test_hostile_client_frames import BIG, HOSTILE_NOTIFICATIONS, _deep
 
@@ -109,13 +109,7 @@ async def front(tmp_path: Path) -> AsyncIterator[Front]:
             assert (await served.post(json.dumps(initialized).encode())).status_code == 202
             yield served
     finally:
-        if proc.returncode is None:
-            proc.terminate()
-            try:
-                await asyncio.wait_for(proc.wait(), 15)
-            except TimeoutError:
-                proc.kill()
-                await proc.wait()
+        await stop_process(proc)
 
 
 # what each hostile notification gets: dropped (202), or refused as not strict JSON (400 + code)
