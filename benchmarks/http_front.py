@@ -72,7 +72,7 @@ RUNNER = """
 import asyncio, os, sys, uvloop
 from mcpward.config import load_config
 from mcpward.relay.gateway import Gateway
-from mcpward.transport.http_front.server import serve_http
+from mcpward.fronts.http.server import serve_http
 
 async def main():
     loaded = load_config(sys.argv[1])

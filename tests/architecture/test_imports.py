@@ -1,5 +1,6 @@
 """The module graph of `mcpward` has no import cycles (TYPE_CHECKING imports included), and the
-layers point down: nothing imports the CLI, guards never import the relay or the transports,
+layers point down (cli -> fronts -> relay -> pipeline/guards -> upstreams -> streams/egress),
+nothing imports the CLI, guards never import the relay, fronts or connectors,
 and `protocol` imports nothing of ours but itself."""
 
 from __future__ import annotations
@@ -86,8 +87,8 @@ def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
     return found
 
 
-PIPELINE_FORBIDS = ("mcpward.relay", "mcpward.transport", "mcpward.cli", "mcpward.guards")
-PROTOCOL_FORBIDS = ("mcpward.relay", "mcpward.pipeline", "mcpward.guards", "mcpward.cli")
+ABOVE_RELAY = ("mcpward.fronts", "mcpward.cli")
+NETWORK_AND_ABOVE = ("mcpward.relay", "mcpward.fronts", "mcpward.upstreams", "mcpward.cli")
 
 
 def test_no_import_cycles() -> None:
@@ -97,15 +98,26 @@ def test_no_import_cycles() -> None:
 @pytest.mark.parametrize(
     ("layer", "forbidden"),
     [
-        ("mcpward.guards", ("mcpward.relay", "mcpward.transport", "mcpward.cli")),
+        ("mcpward.guards", NETWORK_AND_ABOVE),
+        ("mcpward.pipeline", (*NETWORK_AND_ABOVE, "mcpward.guards")),
+        ("mcpward.relay", (*ABOVE_RELAY, "mcpward.guards")),
+        # connectors sit below the relay: they know no sessions, guards or fronts
         (
-            "mcpward.pipeline",
-            ("mcpward.relay", "mcpward.transport", "mcpward.cli", "mcpward.guards"),
+            "mcpward.upstreams",
+            (*NETWORK_AND_ABOVE[:2], "mcpward.cli", "mcpward.pipeline", "mcpward.guards"),
         ),
-        ("mcpward.relay", ("mcpward.cli", "mcpward.transport.http_front", "mcpward.guards")),
-        ("mcpward.contracts", ("mcpward.relay", "mcpward.transport", "mcpward.cli")),
-        ("mcpward.wiring", ("mcpward.relay", "mcpward.transport", "mcpward.cli")),
-        ("mcpward.console", ("mcpward.relay", "mcpward.transport", "mcpward.cli")),
+        (
+            "mcpward.streams",
+            (*NETWORK_AND_ABOVE, "mcpward.pipeline", "mcpward.guards", "mcpward.config"),
+        ),
+        (
+            "mcpward.egress",
+            (*NETWORK_AND_ABOVE, "mcpward.pipeline", "mcpward.guards", "mcpward.config"),
+        ),
+        ("mcpward.config", NETWORK_AND_ABOVE),
+        ("mcpward.contracts", NETWORK_AND_ABOVE),
+        ("mcpward.wiring", NETWORK_AND_ABOVE),
+        ("mcpward.console", NETWORK_AND_ABOVE),
         (
             "mcpward.protocol",
             ("mcpward.relay", "mcpward.pipeline", "mcpward.guards", "mcpward.cli"),

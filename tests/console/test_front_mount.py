@@ -8,9 +8,9 @@ from pathlib import Path
 import httpx
 import pytest
 
+from mcpward.config.http_front import HttpFront, HttpFrontRefused
+from mcpward.fronts.http.console_mount import build_console
 from mcpward.identity.tokens import hash_token
-from mcpward.transport.http_front.config import HttpFront, HttpFrontRefused
-from mcpward.transport.http_front.console_mount import build_console
 from tests.console.state import ADMIN_TOKEN, CLIENT_TOKEN, make_state
 from tests.http.gateway_harness import gateway_front, token_entry
 from tests.support.paths import REPO_ROOT

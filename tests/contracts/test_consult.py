@@ -25,6 +25,7 @@ from mcpward.contracts.holds import Commands
 from mcpward.contracts.model import HoldRecord, ItemKind, Verdict
 from mcpward.contracts.postures import Posture, PostureTable
 from mcpward.contracts.taxonomy import Change, ChangeKind
+from mcpward.egress.client import egress_http_client
 from mcpward.evidence.receipt import ReceiptError, build_receipt
 from mcpward.evidence.record import DecisionRecord
 from mcpward.evidence.schemas import receipt_schema
@@ -36,7 +37,6 @@ from mcpward.pipeline.decisions import Hold
 from mcpward.pipeline.executor import GuardRun, Outcome, Pipeline
 from mcpward.pipeline.services import GatewayServices
 from mcpward.store.pins_sqlite import SqlitePinStore
-from mcpward.transport.egress.client import egress_http_client
 from tests.contracts.consult_stub import ModelStub, model_stub
 from tests.contracts.test_rug_pull_guard import PHASES, FakeCatalog
 

@@ -13,10 +13,10 @@ from pathlib import Path
 from typing import Any
 
 from mcpward.config import parse_config
+from mcpward.config.http_front import HttpFront
+from mcpward.fronts.http.server import running_front
 from mcpward.identity.tokens import hash_token
 from mcpward.relay.gateway import Gateway
-from mcpward.transport.http_front.config import HttpFront
-from mcpward.transport.http_front.server import running_front
 from tests.support.paths import REPO_ROOT
 
 FIXTURE = REPO_ROOT / "tests" / "fixtures" / "conformance_server.py"

@@ -18,16 +18,10 @@ from starlette.requests import Request
 from starlette.responses import PlainTextResponse, RedirectResponse
 from starlette.routing import Route
 
-from mcpward.transport.egress import (
-    AddressLiteralError,
-    EgressBlocked,
-    EgressConfigError,
-    EgressPolicy,
-    egress_client,
-    egress_session,
-    parse_host_literal,
-    parse_ipv4_literal,
-)
+from mcpward.egress.addresses import AddressLiteralError, parse_host_literal, parse_ipv4_literal
+from mcpward.egress.client import egress_client
+from mcpward.egress.policy import EgressBlocked, EgressConfigError, EgressPolicy
+from mcpward.egress.session import egress_session
 from tests.http.http_asgi_server import serve_asgi
 
 

@@ -17,16 +17,16 @@ from typing import Any
 import httpx
 import pytest
 
+from mcpward.fronts.http.app import HttpFrontApp
+from mcpward.fronts.http.headers import RequestHeaders, read_headers
+from mcpward.fronts.http.mailbox import Mailbox
+from mcpward.fronts.http.modern import ParamHeaderCheck
+from mcpward.fronts.http.responses import Receive, Scope, Send
 from mcpward.identity.authenticator import Authenticator, AuthFailure
 from mcpward.identity.ceilings import ConsentCeiling
 from mcpward.identity.client_records import StoredRecord
 from mcpward.identity.models import StaticToken
 from mcpward.identity.tokens import hash_token
-from mcpward.transport.http_front.app import HttpFrontApp
-from mcpward.transport.http_front.headers import RequestHeaders, read_headers
-from mcpward.transport.http_front.mailbox import Mailbox
-from mcpward.transport.http_front.modern import ParamHeaderCheck
-from mcpward.transport.http_front.responses import Receive, Scope, Send
 from tests.http.gateway_harness import gateway_front, token_entry
 
 TOKEN = "per-request-token-0123456789abcdef"

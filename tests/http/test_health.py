@@ -11,9 +11,9 @@ import httpx
 import pytest
 
 from mcpward.config import parse_config
+from mcpward.config.http_front import HttpFront
+from mcpward.fronts.http.server import running_front
 from mcpward.relay.gateway import Gateway
-from mcpward.transport.http_front.config import HttpFront
-from mcpward.transport.http_front.server import running_front
 from tests.http.gateway_harness import gateway_front, token_entry
 from tests.support.paths import REPO_ROOT
 

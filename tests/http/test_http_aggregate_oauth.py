@@ -16,7 +16,7 @@ import pytest_asyncio
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
-from mcpward.transport.http_front.config import HttpFrontRefused
+from mcpward.config.http_front import HttpFrontRefused
 from tests.http.gateway_harness import fixture_upstream, gateway_front
 from tests.http.jwt_issuer import ISSUER, TestIssuer
 from tests.support.gateway import time_upstream

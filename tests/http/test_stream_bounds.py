@@ -13,12 +13,12 @@ from urllib.parse import urlsplit
 
 import aiohttp
 
+from mcpward.fronts.http.event_log import ENTRY_OVERHEAD_BYTES, EventBudget, EventLog
+from mcpward.fronts.http.legacy import GET_STREAM, LegacySession, stream_key
+from mcpward.fronts.http.mailbox import Mailbox
+from mcpward.fronts.http.modern import OVERFLOWED, Waiter
 from mcpward.protocol import jsonrpc
 from mcpward.relay.gateway import Gateway
-from mcpward.transport.http_front.event_log import ENTRY_OVERHEAD_BYTES, EventBudget, EventLog
-from mcpward.transport.http_front.legacy import GET_STREAM, LegacySession, stream_key
-from mcpward.transport.http_front.mailbox import Mailbox
-from mcpward.transport.http_front.modern import OVERFLOWED, Waiter
 from tests.http.gateway_harness import gateway_front, token_entry
 
 DEAF = str(Path(__file__).resolve().parents[1] / "fixtures" / "deaf_upstream.py")

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import json
 
+from mcpward.fronts.http.legacy import LegacySession, stream_key
+from mcpward.fronts.http.mailbox import Mailbox
 from mcpward.pipeline.context import Identity
 from mcpward.protocol import jsonrpc
-from mcpward.transport.http_front.legacy import LegacySession, stream_key
-from mcpward.transport.http_front.mailbox import Mailbox
 
 
 async def test_an_unwritable_answer_reaches_its_stream_as_an_internal_error() -> None:

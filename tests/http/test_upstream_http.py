@@ -16,8 +16,8 @@ from starlette.routing import Route
 
 from mcpward.config.models import HttpUpstream
 from mcpward.protocol.errors import UpstreamFailure
-from mcpward.transport.upstream import UpstreamUnavailable
-from mcpward.transport.upstream_http import HttpUpstreamConnection, endpoint_identity
+from mcpward.upstreams.base import UpstreamUnavailable
+from mcpward.upstreams.http import HttpUpstreamConnection, endpoint_identity
 from tests.http.http_asgi_server import serve_asgi
 
 X_HEADER_TOOL = {

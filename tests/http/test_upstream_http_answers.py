@@ -18,7 +18,7 @@ from starlette.routing import Route
 from mcpward.config.models import HttpUpstream, RestartPolicy
 from mcpward.protocol.errors import UpstreamFailure
 from mcpward.relay.links import UpstreamError, UpstreamLink
-from mcpward.transport.upstream_http import HttpUpstreamConnection
+from mcpward.upstreams.http import HttpUpstreamConnection
 from tests.http.http_asgi_server import serve_asgi
 
 PLANTED = "AKIA" + "Z7QK3M2X9B4V6N8P"

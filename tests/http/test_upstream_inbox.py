@@ -13,8 +13,8 @@ from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
 from mcpward.config.models import HttpUpstream
-from mcpward.transport import upstream_http
-from mcpward.transport.upstream_http import HttpUpstreamConnection
+from mcpward.upstreams import http as upstream_http
+from mcpward.upstreams.http import HttpUpstreamConnection
 from tests.http.http_asgi_server import serve_asgi
 
 NOTES = 2000

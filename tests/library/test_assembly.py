@@ -27,7 +27,7 @@ from mcpward.library.assembly import (
     server_name,
 )
 from mcpward.library.errors import error_from
-from mcpward.transport.connectors import make_connection
+from mcpward.upstreams.connectors import make_connection
 from tests.library.support import calls_in, sdk_session, time_server
 
 

@@ -12,7 +12,7 @@ from mcpward.config.models import RestartPolicy
 from mcpward.protocol.errors import UpstreamFailure
 from mcpward.relay.links import UpstreamError, UpstreamLink
 from mcpward.relay.outbox import Outbox
-from mcpward.transport.upstream import UpstreamConnection
+from mcpward.upstreams.base import UpstreamConnection
 
 
 async def test_offer_refuses_past_the_cap_and_take_keeps_order() -> None:

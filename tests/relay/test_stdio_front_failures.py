@@ -19,7 +19,7 @@ from tests.support.gateway import write_gateway_config
 LAUNCHER = """
 import sys
 from mcpward.relay import session
-from mcpward.transport import framing
+from mcpward.streams import framing
 
 handle = session.Session.handle
 async def faulty_handle(self, frame):

@@ -28,7 +28,7 @@ from mcpward.relay.links import (
 from mcpward.relay.lists import ListRelay
 from mcpward.relay.shared_process import SharedLease, SharedProcess
 from mcpward.telemetry.log_limits import LimitedLog
-from mcpward.transport.upstream import UpstreamConnection, UpstreamUnavailable
+from mcpward.upstreams.base import UpstreamConnection, UpstreamUnavailable
 
 HANG_GUARD_S = 10.0
 

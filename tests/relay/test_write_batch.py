@@ -1,4 +1,4 @@
-"""Frames written in one event-loop iteration leave together (transport/write_batch.py)."""
+"""Frames written in one event-loop iteration leave together (streams/write_batch.py)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from mcpward.transport.write_batch import FLUSH_AT_BYTES, WriteBatch
+from mcpward.streams.write_batch import FLUSH_AT_BYTES, WriteBatch
 
 
 def test_first_frame_at_once_the_rest_of_the_iteration_together_in_order() -> None:

@@ -20,9 +20,9 @@ from typer.testing import CliRunner
 
 from mcpward.cli.main import app
 from mcpward.config import load_config
+from mcpward.config.http_front import HttpFront
+from mcpward.fronts.http.server import running_front
 from mcpward.relay.gateway import Gateway
-from mcpward.transport.http_front.config import HttpFront
-from mcpward.transport.http_front.server import running_front
 from tests.store.fleet import TOKEN, Replica, replica_config
 from tests.store.pg import DSN_ENV
 

@@ -13,8 +13,8 @@ import httpx
 
 from mcpward.config import parse_config
 from mcpward.demo.server import write_control
+from mcpward.fronts.http.server import running_front
 from mcpward.relay.gateway import Gateway
-from mcpward.transport.http_front.server import running_front
 from tests.http.gateway_harness import token_entry
 from tests.support.gateway import demo_upstream, tool_filter_guard
 from tests.telemetry.scrape import Scrape

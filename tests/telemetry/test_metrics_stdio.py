@@ -16,15 +16,15 @@ from typer.testing import CliRunner
 
 from mcpward.cli.main import build_app
 from mcpward.demo.server import write_control
-from mcpward.secret_refs import SecretRef
-from mcpward.telemetry.labels import INVALID, OTHER, UNLISTED
-from mcpward.telemetry.settings import TelemetrySettings
-from mcpward.testing.rawpeer import RawPeer
-from mcpward.transport.metrics_listener import (
+from mcpward.fronts.metrics_listener import (
     MetricsListenerRefused,
     listen_address,
     metrics_token,
 )
+from mcpward.secret_refs import SecretRef
+from mcpward.telemetry.labels import INVALID, OTHER, UNLISTED
+from mcpward.telemetry.settings import TelemetrySettings
+from mcpward.testing.rawpeer import RawPeer
 from tests.support.gateway import (
     demo_upstream,
     gateway_argv,

@@ -116,8 +116,8 @@ def test_the_collector_is_dialled_through_the_egress_filter(
     logged (host and reason, once a minute), nothing is sent."""
     from mcpward.config import parse_config
     from mcpward.config.loader import ConfigError
-    from mcpward.transport.egress.policy import EgressBlocked, EgressPolicy
-    from mcpward.transport.egress.poster import EgressPoster
+    from mcpward.egress.policy import EgressBlocked, EgressPolicy
+    from mcpward.egress.poster import EgressPoster
 
     base = {"upstreams": [{"id": "x", "command": "true"}], "guards": []}
     for endpoint in ("http://127.0.0.1:4318/v1/traces", "http://[::1]:4318/", "http://localhost/"):

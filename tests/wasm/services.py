@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from mcpward.egress.client import egress_http_client
 from mcpward.pipeline.services import GatewayServices
-from mcpward.transport.egress.client import egress_http_client
 
 
 class NoCatalog:

@@ -17,6 +17,7 @@ from rich.console import Console
 
 from mcpward.cli.store_context import StoreChoiceError, cli_store_context
 from mcpward.config import ConfigError, load_config
+from mcpward.config.http_front import HttpFront
 from mcpward.identity.client_records import (
     ClientRecordsUnavailable,
     StoredRecord,
@@ -27,7 +28,6 @@ from mcpward.identity.client_records import (
 from mcpward.identity.consent import ConsentCeiling
 from mcpward.store.clients import ClientRecords
 from mcpward.store.factory import StoreContext, open_client_records
-from mcpward.transport.http_front.config import HttpFront
 
 err = Console(stderr=True, highlight=False, soft_wrap=True)
 ConfigOpt = Annotated[

@@ -14,6 +14,7 @@ from rich.console import Console as RichConsole
 from rich.text import Text
 
 from mcpward.config import ConfigError, load_config
+from mcpward.config.http_front import HttpFront, is_loopback_host
 from mcpward.console.app import ConsoleSettings, create_console_app
 from mcpward.console.auth import (
     AdminAuth,
@@ -22,9 +23,8 @@ from mcpward.console.auth import (
     read_admin_token_file,
 )
 from mcpward.evidence.settings import EvidencePaths
+from mcpward.fronts.http.origin import LOOPBACK_NAMES, HostOriginPolicy
 from mcpward.store.factory import context_from_config
-from mcpward.transport.http_front.config import HttpFront, is_loopback_host
-from mcpward.transport.http_front.origin import LOOPBACK_NAMES, HostOriginPolicy
 
 DEFAULT_LISTEN = "127.0.0.1:8932"
 err = RichConsole(stderr=True, highlight=False)

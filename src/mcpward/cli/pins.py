@@ -505,8 +505,8 @@ _MAX_PAGES = 100
 async def fetch_snapshot(config: GatewayConfig, upstream_id: str) -> Snapshot:
     """Read every list of one upstream over a fresh connection (the gateway's own connector, so
     env, secrets and the egress filter apply exactly as when the gateway runs)."""
-    from mcpward.transport.connectors import make_connection
-    from mcpward.transport.upstream import UpstreamUnavailable
+    from mcpward.upstreams.base import UpstreamUnavailable
+    from mcpward.upstreams.connectors import make_connection
 
     spec = next((u for u in config.upstreams if u.id == upstream_id), None)
     if spec is None:

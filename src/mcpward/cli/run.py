@@ -63,19 +63,19 @@ def local_identity() -> Identity:
 
 
 async def run_gateway(loaded: LoadedConfig) -> None:
+    from mcpward.config.http_front import HttpFront
     from mcpward.relay.gateway import Gateway
-    from mcpward.transport.http_front.config import HttpFront
 
     gateway = await Gateway.start(loaded)
     try:
         front = loaded.config.front
         if isinstance(front, HttpFront):
-            from mcpward.transport.http_front.server import serve_http
+            from mcpward.fronts.http.server import serve_http
 
             await serve_http(gateway, front)
         else:
-            from mcpward.transport.metrics_listener import served_metrics
-            from mcpward.transport.stdio_front import serve_stdio
+            from mcpward.fronts.metrics_listener import served_metrics
+            from mcpward.fronts.stdio import serve_stdio
 
             async with served_metrics(loaded.config.telemetry, gateway.metrics):
                 await serve_stdio(gateway, local_identity())
@@ -88,9 +88,9 @@ def with_metrics(
 ) -> LoadedConfig:
     """The config with `--metrics ADDRESS` as telemetry.metrics_listen (stdio mode only), and
     `--metrics-token-file` as its bearer token."""
+    from mcpward.config.http_front import HttpFront
+    from mcpward.fronts.metrics_listener import MetricsListenerRefused
     from mcpward.telemetry.settings import TelemetrySettings
-    from mcpward.transport.http_front.config import HttpFront
-    from mcpward.transport.metrics_listener import MetricsListenerRefused
 
     if isinstance(loaded.config.front, HttpFront):
         raise MetricsListenerRefused(
@@ -172,14 +172,14 @@ def register(app: typer.Typer) -> None:
         """Run the gateway: `mcpward run --config FILE` or `mcpward run -- COMMAND ARGS…`."""
         import uvloop
 
-        from mcpward.relay.gateway import GatewayStartError
-        from mcpward.transport.http_front.config import HttpFrontRefused
-        from mcpward.transport.metrics_listener import (
+        from mcpward.config.http_front import HttpFrontRefused
+        from mcpward.fronts.metrics_listener import (
             MetricsListenerRefused,
             listen_address,
             metrics_token,
         )
-        from mcpward.transport.stdio_front import StdioFrontFailed
+        from mcpward.fronts.stdio import StdioFrontFailed
+        from mcpward.relay.gateway import GatewayStartError
 
         if (config is None) == (not command):
             raise _fail("give either --config FILE or `-- COMMAND [ARGS…]` (not both)")
@@ -196,7 +196,7 @@ def register(app: typer.Typer) -> None:
             else:
                 data = quick_config(list(command), upstream_id, pass_env, env, shadow)
                 if http is not None:
-                    from mcpward.transport.http_front.server import quick_front
+                    from mcpward.fronts.http.server import quick_front
 
                     front = quick_front(http, token_file, allow_non_loopback)
                     data["front"] = front.model_dump(mode="json")

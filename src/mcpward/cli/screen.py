@@ -106,7 +106,7 @@ def _identity(
     upstream_id: str, command: list[str], url: str | None, allow_private: list[str]
 ) -> dict[str, str | None]:
     """What identifies the screened server, as the gateway would name it (before isolation)."""
-    from mcpward.transport.connectors import make_connection
+    from mcpward.upstreams.connectors import make_connection
 
     loaded = parse_config(_config(upstream_id, command, url, allow_private), "<screen>")
     connection = make_connection(loaded.config.upstreams[0], loaded.config.gateway)

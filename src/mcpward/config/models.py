@@ -14,15 +14,15 @@ from pydantic import (
     field_validator,
 )
 
+from mcpward.config.http_front import HttpFront
 from mcpward.contracts.consult.settings import ConsultSettings
+from mcpward.egress.endpoint import endpoint_refusal
+from mcpward.egress.policy import EgressConfigError
 from mcpward.evidence.settings import EvidenceSettings
 from mcpward.pipeline.spec import GuardSpec, Mode
 from mcpward.secret_refs import SecretRef
 from mcpward.store.settings import KeysSettings, StoreSettings
 from mcpward.telemetry.settings import TelemetrySettings
-from mcpward.transport.egress.endpoint import endpoint_refusal
-from mcpward.transport.egress.policy import EgressConfigError
-from mcpward.transport.http_front.config import HttpFront
 
 UPSTREAM_ID = r"^[A-Za-z0-9][A-Za-z0-9_-]{0,62}$"
 

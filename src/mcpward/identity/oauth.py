@@ -14,9 +14,10 @@ from typing import Any
 import anyio
 import jwt
 
+from mcpward.egress.client import egress_client
+from mcpward.egress.policy import EgressPolicy
 from mcpward.identity.consent import ConsentCeiling
 from mcpward.identity.models import OAuthSettings
-from mcpward.transport.egress import EgressPolicy, egress_client
 
 log = logging.getLogger("mcpward.identity")
 

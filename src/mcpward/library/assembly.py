@@ -21,7 +21,7 @@ from mcpward.config.loader import LoadedConfig
 from mcpward.config.models import GatewaySettings, HttpUpstream, RestartPolicy, StdioUpstream
 from mcpward.pipeline.context import Identity
 from mcpward.protocol.canonical import canonical_sha256
-from mcpward.transport.connectors import make_connection
+from mcpward.upstreams.connectors import make_connection
 
 ConfigSource = LoadedConfig | Mapping[str, Any] | Path | str | None
 ServerSource = StdioServerParameters | str | None

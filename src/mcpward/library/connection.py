@@ -17,7 +17,7 @@ from mcp_types import CONNECTION_CLOSED
 
 from mcpward.protocol import errors, jsonrpc, methods
 from mcpward.protocol.errors import UpstreamFailure
-from mcpward.transport.upstream import UpstreamConnection, UpstreamUnavailable
+from mcpward.upstreams.base import UpstreamConnection, UpstreamUnavailable
 
 log = logging.getLogger("mcpward.library")
 

@@ -13,6 +13,9 @@ from pathlib import Path
 
 from mcpward.config.loader import LoadedConfig
 from mcpward.config.models import StdioUpstream
+from mcpward.egress.client import egress_http_client
+from mcpward.egress.policy import EgressPolicy
+from mcpward.egress.poster import EgressPoster
 from mcpward.evidence.record import NullRecorder, Recorder
 from mcpward.pipeline.context import Identity
 from mcpward.pipeline.executor import Pipeline
@@ -35,11 +38,8 @@ from mcpward.store.replica import ReplicaStore
 from mcpward.telemetry.metrics import GatewayMetrics
 from mcpward.telemetry.settings import TelemetrySettings
 from mcpward.telemetry.tracing import Tracing
-from mcpward.transport.connectors import make_connection
-from mcpward.transport.egress.client import egress_http_client
-from mcpward.transport.egress.policy import EgressPolicy
-from mcpward.transport.egress.poster import EgressPoster
-from mcpward.transport.upstream import UpstreamConnection
+from mcpward.upstreams.base import UpstreamConnection
+from mcpward.upstreams.connectors import make_connection
 
 log = logging.getLogger("mcpward.gateway")
 

@@ -25,7 +25,7 @@ from mcpward.relay.outbox import Outbox
 from mcpward.telemetry import log_limits
 from mcpward.telemetry.metrics import GatewayMetrics
 from mcpward.telemetry.propagation import TRACEPARENT
-from mcpward.transport.upstream import UpstreamConnection, UpstreamUnavailable
+from mcpward.upstreams.base import UpstreamConnection, UpstreamUnavailable
 
 log = logging.getLogger("mcpward.relay")
 

@@ -19,8 +19,8 @@ from mcpward.config.models import GatewaySettings, StdioUpstream
 from mcpward.protocol import jsonrpc, methods
 from mcpward.protocol.errors import UpstreamFailure
 from mcpward.relay.shared_process import SharedLease, SharedProcess
-from mcpward.transport.upstream import UpstreamConnection, UpstreamUnavailable
-from mcpward.transport.upstream_stdio import StdioUpstreamConnection
+from mcpward.upstreams.base import UpstreamConnection, UpstreamUnavailable
+from mcpward.upstreams.stdio import StdioUpstreamConnection
 
 log = logging.getLogger("mcpward.processes")
 

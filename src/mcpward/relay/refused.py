@@ -13,7 +13,7 @@ from mcpward.pipeline.executor import GuardRun, Pipeline
 from mcpward.pipeline.phases import Phase
 from mcpward.pipeline.spec import Mode
 from mcpward.protocol.errors import UpstreamFailure
-from mcpward.transport.upstream import UpstreamConnection, UpstreamUnavailable
+from mcpward.upstreams.base import UpstreamConnection, UpstreamUnavailable
 
 
 @runtime_checkable

@@ -20,7 +20,7 @@ from mcpward.protocol.eras import LATEST_HANDSHAKE, META_SUBSCRIPTION_ID
 from mcpward.protocol.errors import UpstreamFailure
 from mcpward.relay.merge import GATEWAY_INFO
 from mcpward.telemetry.log_limits import LimitedLog
-from mcpward.transport.upstream import UpstreamConnection, UpstreamUnavailable
+from mcpward.upstreams.base import UpstreamConnection, UpstreamUnavailable
 
 log = logging.getLogger("mcpward.relay")
 

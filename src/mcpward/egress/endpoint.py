@@ -8,8 +8,8 @@ import ipaddress
 from collections.abc import Sequence
 from urllib.parse import urlsplit
 
-from mcpward.transport.egress.addresses import AddressLiteralError, IPAddress, parse_host_literal
-from mcpward.transport.egress.policy import EgressBlocked, EgressPolicy
+from mcpward.egress.addresses import AddressLiteralError, IPAddress, parse_host_literal
+from mcpward.egress.policy import EgressBlocked, EgressPolicy
 
 _LOCALHOST: tuple[IPAddress, ...] = (
     ipaddress.IPv4Address("127.0.0.1"),

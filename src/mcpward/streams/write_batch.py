@@ -12,7 +12,7 @@ import asyncio
 import logging
 from collections.abc import Callable
 
-log = logging.getLogger("mcpward.transport")
+log = logging.getLogger("mcpward.upstreams")
 
 # queued bytes past which a frame is written at once (the caller's flow control sees them)
 FLUSH_AT_BYTES = 65536

@@ -15,12 +15,12 @@ from typing import Any
 
 import uvicorn
 
+from mcpward.fronts.http.responses import Receive, Scope, Send, send_body, send_status
+from mcpward.fronts.http.server import _Server, parse_http_address
 from mcpward.hosts import is_loopback_host
 from mcpward.secret_refs import SecretUnavailable, resolve_secret
 from mcpward.telemetry.metrics import GatewayMetrics
 from mcpward.telemetry.settings import TelemetrySettings
-from mcpward.transport.http_front.responses import Receive, Scope, Send, send_body, send_status
-from mcpward.transport.http_front.server import _Server, parse_http_address
 
 log = logging.getLogger("mcpward.metrics")
 

@@ -22,16 +22,17 @@ from mcp.shared.inbound import (
 )
 
 from mcpward.config.models import HttpUpstream
+from mcpward.egress.policy import EgressBlocked, EgressConfigError, EgressPolicy
+from mcpward.egress.session import egress_session
 from mcpward.protocol import errors, jsonrpc, methods
 from mcpward.protocol.canonical import canonical_sha256
 from mcpward.protocol.eras import META_PROTOCOL_VERSION, MODERN_VERSIONS
 from mcpward.protocol.errors import UpstreamFailure
 from mcpward.secret_refs import SecretUnavailable, resolve_secret
+from mcpward.streams.sse import SseDecoder, SseEvent
 from mcpward.telemetry.log_limits import LimitedLog
 from mcpward.telemetry.propagation import TRACEPARENT
-from mcpward.transport.egress import EgressBlocked, EgressConfigError, EgressPolicy, egress_session
-from mcpward.transport.http_front.sse import SseDecoder, SseEvent
-from mcpward.transport.upstream import UpstreamConnection, UpstreamUnavailable
+from mcpward.upstreams.base import UpstreamConnection, UpstreamUnavailable
 
 log = logging.getLogger("mcpward.upstream")
 

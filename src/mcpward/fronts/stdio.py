@@ -16,14 +16,14 @@ import stat
 import threading
 from typing import Any
 
+from mcpward.fronts.client_drops import note_dropped
 from mcpward.pipeline.context import Identity
 from mcpward.protocol import errors, jsonrpc
 from mcpward.protocol.jsonrpc import FrameError, FrameKind, Message, RequestId
 from mcpward.protocol.outgoing import encode_outgoing
 from mcpward.relay.gateway import Gateway
-from mcpward.transport.client_drops import note_dropped
-from mcpward.transport.framing import FrameReader, OversizedFrame, stream_limit
-from mcpward.transport.write_batch import WriteBatch
+from mcpward.streams.framing import FrameReader, OversizedFrame, stream_limit
+from mcpward.streams.write_batch import WriteBatch
 
 log = logging.getLogger("mcpward.stdio")
 

@@ -12,7 +12,7 @@ import socket
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
 
-from mcpward.transport.egress.addresses import (
+from mcpward.egress.addresses import (
     AddressLiteralError,
     IPAddress,
     IPNetwork,

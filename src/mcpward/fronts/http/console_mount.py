@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from mcpward.config.http_front import HttpFront, HttpFrontRefused
 from mcpward.console.app import ConsoleSettings, create_console_app
 from mcpward.console.auth import (
     AdminAuth,
@@ -19,7 +20,6 @@ from mcpward.console.security import ASGIApp, Receive, Scope, Send
 from mcpward.evidence.settings import EvidencePaths
 from mcpward.secret_refs import SecretUnavailable, resolve_secret
 from mcpward.store.factory import StoreContext
-from mcpward.transport.http_front.config import HttpFront, HttpFrontRefused
 
 CONSOLE_PATH = "/console"
 

@@ -8,16 +8,16 @@ from __future__ import annotations
 
 import asyncio
 
+from mcpward.config.http_front import HttpFront, HttpFrontRefused
 from mcpward.console.auth import (
     AdminAuth,
     AdminTokenError,
     check_admin_token,
     check_not_a_client_token,
 )
+from mcpward.fronts.http.responses import Scope, Send, send_body, send_status
 from mcpward.secret_refs import SecretUnavailable, resolve_secret
 from mcpward.telemetry.metrics import GatewayMetrics
-from mcpward.transport.http_front.config import HttpFront, HttpFrontRefused
-from mcpward.transport.http_front.responses import Scope, Send, send_body, send_status
 
 METRICS_PATH = "/metrics"
 _CHALLENGE = [(b"www-authenticate", b'Bearer realm="mcpward-admin"')]

@@ -15,7 +15,7 @@ from typing import Any
 import aiohttp
 from aiohttp.abc import AbstractResolver, ResolveResult
 
-from mcpward.transport.egress.policy import EgressPolicy
+from mcpward.egress.policy import EgressPolicy
 
 AddrInfo = tuple[int, int, int, str, tuple[Any, ...]]
 SocketFactory = Callable[[AddrInfo], socket.socket]

@@ -14,6 +14,9 @@ from pathlib import Path
 
 import uvicorn
 
+from mcpward.config.http_front import HttpFront, HttpFrontRefused, check_posture
+from mcpward.fronts.http.app import HttpFrontApp
+from mcpward.fronts.http.head_guard import ConnectionLimits, guarded_protocol
 from mcpward.identity.authenticator import Authenticator
 from mcpward.identity.client_records import ClientRecordsUnavailable
 from mcpward.identity.consent import ConsentCeiling
@@ -24,9 +27,6 @@ from mcpward.identity.tokens import hash_token
 from mcpward.relay.gateway import Gateway
 from mcpward.store.clients import ClientRecords
 from mcpward.store.factory import Revocations, open_client_records, open_revocations
-from mcpward.transport.http_front.app import HttpFrontApp
-from mcpward.transport.http_front.config import HttpFront, HttpFrontRefused, check_posture
-from mcpward.transport.http_front.head_guard import ConnectionLimits, guarded_protocol
 
 log = logging.getLogger("mcpward.http")
 

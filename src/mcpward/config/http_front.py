@@ -69,7 +69,7 @@ class HttpFront(BaseModel):
     max_sessions: int = Field(default=512, ge=1, le=1_000_000)
     session_idle_timeout_s: float = Field(default=1800.0, gt=0, le=86400)
     # What a connection can make the front hold before its request reaches authentication
-    # (transport/http_front/head_guard.py; docs/http-front.md "Connections").
+    # (fronts/http/head_guard.py; docs/http-front.md "Connections").
     max_head_bytes: int = Field(
         default=64 * 1024,
         ge=4096,

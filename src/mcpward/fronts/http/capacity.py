@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from mcpward.fronts.http.responses import Send, send_json
 from mcpward.protocol import errors, jsonrpc
 from mcpward.protocol.errors import UpstreamFailure
-from mcpward.transport.http_front.responses import Send, send_json
 
 RETRY_AFTER_S = 5
 STORE_RETRY_AFTER_S = 2  # the store's probe runs at least every 2 s

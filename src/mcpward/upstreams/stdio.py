@@ -20,10 +20,10 @@ from mcpward.config.models import StdioUpstream
 from mcpward.protocol import jsonrpc
 from mcpward.protocol.canonical import canonical_sha256
 from mcpward.protocol.errors import UpstreamFailure
+from mcpward.streams.framing import FrameReader, OversizedFrame, stream_limit
+from mcpward.streams.write_batch import WriteBatch
 from mcpward.telemetry.log_limits import LimitedLog
-from mcpward.transport.framing import FrameReader, OversizedFrame, stream_limit
-from mcpward.transport.upstream import UpstreamConnection, UpstreamUnavailable
-from mcpward.transport.write_batch import WriteBatch
+from mcpward.upstreams.base import UpstreamConnection, UpstreamUnavailable
 
 log = logging.getLogger("mcpward.upstream")
 

@@ -10,8 +10,8 @@ from collections.abc import Mapping
 
 import httpx
 
-from mcpward.transport.egress.client import egress_client
-from mcpward.transport.egress.policy import EgressPolicy
+from mcpward.egress.client import egress_client
+from mcpward.egress.policy import EgressPolicy
 
 _LIMITS = httpx.Limits(max_connections=1, max_keepalive_connections=1)
 

@@ -15,20 +15,14 @@ import secrets
 import time
 from typing import TYPE_CHECKING, Any
 
-from mcpward.pipeline.context import Identity
-from mcpward.protocol import errors, jsonrpc, methods
-from mcpward.protocol.eras import HANDSHAKE_VERSIONS
-from mcpward.protocol.jsonrpc import Frame, FrameKind, Message, RequestId
-from mcpward.protocol.outgoing import encode_outgoing
-from mcpward.relay.gateway import tenant_of
-from mcpward.transport.http_front.event_log import (
+from mcpward.fronts.http.event_log import (
     DEFAULT_SESSION_BYTES,
     Event,
     EventBudget,
     EventLog,
 )
-from mcpward.transport.http_front.mailbox import Mailbox
-from mcpward.transport.http_front.responses import (
+from mcpward.fronts.http.mailbox import Mailbox
+from mcpward.fronts.http.responses import (
     SSE_HEADERS,
     Receive,
     Send,
@@ -36,7 +30,13 @@ from mcpward.transport.http_front.responses import (
     send_json,
     send_status,
 )
-from mcpward.transport.http_front.sse import encode_event
+from mcpward.pipeline.context import Identity
+from mcpward.protocol import errors, jsonrpc, methods
+from mcpward.protocol.eras import HANDSHAKE_VERSIONS
+from mcpward.protocol.jsonrpc import Frame, FrameKind, Message, RequestId
+from mcpward.protocol.outgoing import encode_outgoing
+from mcpward.relay.gateway import tenant_of
+from mcpward.streams.sse import encode_event
 
 if TYPE_CHECKING:
     from mcpward.relay.gateway import Gateway

@@ -27,6 +27,15 @@ from mcp.shared.inbound import (
     x_mcp_header_map,
 )
 
+from mcpward.fronts.http.headers import RequestHeaders
+from mcpward.fronts.http.mailbox import Mailbox
+from mcpward.fronts.http.responses import (
+    SSE_HEADERS,
+    Receive,
+    Send,
+    send_body,
+    send_json,
+)
 from mcpward.pipeline.context import Identity
 from mcpward.protocol import errors, jsonrpc, methods
 from mcpward.protocol.eras import (
@@ -37,16 +46,7 @@ from mcpward.protocol.eras import (
 from mcpward.protocol.jsonrpc import Frame, FrameKind, Message, RequestId
 from mcpward.protocol.outgoing import encode_outgoing
 from mcpward.relay.gateway import tenant_of
-from mcpward.transport.http_front.headers import RequestHeaders
-from mcpward.transport.http_front.mailbox import Mailbox
-from mcpward.transport.http_front.responses import (
-    SSE_HEADERS,
-    Receive,
-    Send,
-    send_body,
-    send_json,
-)
-from mcpward.transport.http_front.sse import encode_event
+from mcpward.streams.sse import encode_event
 
 if TYPE_CHECKING:
     from mcpward.relay.gateway import Gateway

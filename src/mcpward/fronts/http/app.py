@@ -12,6 +12,41 @@ import secrets
 from typing import Any
 from urllib.parse import urlsplit
 
+from mcpward.config.http_front import HttpFront
+from mcpward.fronts.client_drops import note_dropped
+from mcpward.fronts.http.capacity import refuse_for_capacity, refuse_while_store_away
+from mcpward.fronts.http.console_mount import (
+    build_console,
+    is_console_path,
+    serve_console,
+)
+from mcpward.fronts.http.event_log import EventBudget
+from mcpward.fronts.http.headers import RequestHeaders, read_headers, repeat_refusal
+from mcpward.fronts.http.health import HEALTH_PATHS, HealthProbe
+from mcpward.fronts.http.legacy import (
+    LegacySession,
+    LegacySessions,
+    is_initialize,
+    stream_key,
+    unsupported_version,
+)
+from mcpward.fronts.http.metrics_mount import METRICS_PATH, MetricsEndpoint
+from mcpward.fronts.http.modern import (
+    ModernPool,
+    ParamHeaderCheck,
+    ladder_rejection,
+    send_rejection,
+    serve_request,
+    version_rejection,
+)
+from mcpward.fronts.http.origin import HostOriginPolicy
+from mcpward.fronts.http.responses import (
+    Receive,
+    Scope,
+    Send,
+    send_json,
+    send_status,
+)
 from mcpward.identity.authenticator import (
     Authenticator,
     AuthFailure,
@@ -28,41 +63,6 @@ from mcpward.protocol import errors, jsonrpc, methods
 from mcpward.protocol.eras import HANDSHAKE_VERSIONS
 from mcpward.protocol.jsonrpc import FrameError, FrameKind
 from mcpward.relay.gateway import Gateway
-from mcpward.transport.client_drops import note_dropped
-from mcpward.transport.http_front.capacity import refuse_for_capacity, refuse_while_store_away
-from mcpward.transport.http_front.config import HttpFront
-from mcpward.transport.http_front.console_mount import (
-    build_console,
-    is_console_path,
-    serve_console,
-)
-from mcpward.transport.http_front.event_log import EventBudget
-from mcpward.transport.http_front.headers import RequestHeaders, read_headers, repeat_refusal
-from mcpward.transport.http_front.health import HEALTH_PATHS, HealthProbe
-from mcpward.transport.http_front.legacy import (
-    LegacySession,
-    LegacySessions,
-    is_initialize,
-    stream_key,
-    unsupported_version,
-)
-from mcpward.transport.http_front.metrics_mount import METRICS_PATH, MetricsEndpoint
-from mcpward.transport.http_front.modern import (
-    ModernPool,
-    ParamHeaderCheck,
-    ladder_rejection,
-    send_rejection,
-    serve_request,
-    version_rejection,
-)
-from mcpward.transport.http_front.origin import HostOriginPolicy
-from mcpward.transport.http_front.responses import (
-    Receive,
-    Scope,
-    Send,
-    send_json,
-    send_status,
-)
 
 log = logging.getLogger("mcpward.http")
 

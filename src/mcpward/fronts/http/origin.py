@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from mcpward.transport.http_front.config import HttpFront, is_loopback_host
+from mcpward.config.http_front import HttpFront, is_loopback_host
 
 LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
 

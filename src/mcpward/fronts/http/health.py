@@ -11,7 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from mcpward.transport.http_front.responses import Scope, Send, send_status
+from mcpward.fronts.http.responses import Scope, Send, send_status
 
 if TYPE_CHECKING:
     from mcpward.relay.gateway import Gateway

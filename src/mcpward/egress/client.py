@@ -16,7 +16,7 @@ import httpx
 from httpcore import AsyncNetworkBackend, AsyncNetworkStream
 from httpcore._backends.auto import AutoBackend
 
-from mcpward.transport.egress.policy import EgressPolicy
+from mcpward.egress.policy import EgressPolicy
 
 SocketOption = Any
 DEFAULT_LIMITS = httpx.Limits(max_connections=100, max_keepalive_connections=20)

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from mcpward.config.models import GatewaySettings, HttpUpstream, StdioUpstream
-from mcpward.transport.upstream import UpstreamConnection
-from mcpward.transport.upstream_stdio import StdioUpstreamConnection
+from mcpward.upstreams.base import UpstreamConnection
+from mcpward.upstreams.stdio import StdioUpstreamConnection
 
 
 def make_connection(
@@ -12,6 +12,6 @@ def make_connection(
 ) -> UpstreamConnection:
     if isinstance(spec, StdioUpstream):
         return StdioUpstreamConnection(spec, settings.max_frame_bytes)
-    from mcpward.transport.upstream_http import HttpUpstreamConnection
+    from mcpward.upstreams.http import HttpUpstreamConnection
 
     return HttpUpstreamConnection(spec, settings.max_frame_bytes)

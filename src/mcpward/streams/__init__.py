@@ -1,0 +1,1 @@
+"""Byte streams shared by fronts and connectors: newline framing, batched writes, SSE."""

@@ -1,1 +1,0 @@
-"""Fronts (stdio, HTTP) that clients talk to, and connectors to upstream servers."""
