@@ -16,8 +16,8 @@ import pytest_asyncio
 from pydantic import ValidationError
 
 from mcpward.config import ConfigError, parse_config
-from mcpward.config.http_front import HttpFront, HttpFrontRefused
-from mcpward.fronts.http.server import parse_http_address, quick_front
+from mcpward.config.http_front import HttpFront, HttpFrontRefused, parse_http_address
+from mcpward.fronts.http.server import quick_front
 from tests.http.gateway_harness import gateway_front, token_entry
 
 on_module_loop = pytest.mark.asyncio(loop_scope="module")

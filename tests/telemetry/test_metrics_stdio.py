@@ -16,7 +16,7 @@ from typer.testing import CliRunner
 
 from mcpward.cli.main import build_app
 from mcpward.demo.server import write_control
-from mcpward.fronts.metrics_listener import (
+from mcpward.fronts.metrics_posture import (
     MetricsListenerRefused,
     listen_address,
     metrics_token,

@@ -73,12 +73,16 @@ async def run_gateway(loaded: LoadedConfig) -> None:
             from mcpward.fronts.http.server import serve_http
 
             await serve_http(gateway, front)
-        else:
-            from mcpward.fronts.metrics_listener import served_metrics
-            from mcpward.fronts.stdio import serve_stdio
+            return
+        from mcpward.fronts.stdio import serve_stdio
 
-            async with served_metrics(loaded.config.telemetry, gateway.metrics):
-                await serve_stdio(gateway, local_identity())
+        if loaded.config.telemetry.metrics_listen is None:
+            await serve_stdio(gateway, local_identity())
+            return
+        from mcpward.fronts.metrics_listener import served_metrics
+
+        async with served_metrics(loaded.config.telemetry, gateway.metrics):
+            await serve_stdio(gateway, local_identity())
     finally:
         await gateway.close()
 
@@ -89,7 +93,7 @@ def with_metrics(
     """The config with `--metrics ADDRESS` as telemetry.metrics_listen (stdio mode only), and
     `--metrics-token-file` as its bearer token."""
     from mcpward.config.http_front import HttpFront
-    from mcpward.fronts.metrics_listener import MetricsListenerRefused
+    from mcpward.fronts.metrics_posture import MetricsListenerRefused
     from mcpward.telemetry.settings import TelemetrySettings
 
     if isinstance(loaded.config.front, HttpFront):
@@ -173,7 +177,7 @@ def register(app: typer.Typer) -> None:
         import uvloop
 
         from mcpward.config.http_front import HttpFrontRefused
-        from mcpward.fronts.metrics_listener import (
+        from mcpward.fronts.metrics_posture import (
             MetricsListenerRefused,
             listen_address,
             metrics_token,

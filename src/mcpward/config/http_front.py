@@ -160,3 +160,17 @@ def check_posture(front: HttpFront) -> None:
             f"front.host {front.host!r} is not loopback: list the host names clients use in "
             "front.allowed_hosts (Host headers are checked on every request)"
         )
+
+
+def parse_http_address(text: str) -> tuple[str, int]:
+    """`127.0.0.1:8080`, `[::1]:8080`, `localhost:8080` or a bare port."""
+    text = text.strip()
+    if text.isdigit():
+        return "127.0.0.1", int(text)
+    if text.startswith("["):
+        host, sep, port = text[1:].partition("]:")
+    else:
+        host, sep, port = text.rpartition(":")
+    if not sep or not host or not port.isdigit() or not 0 <= int(port) <= 65535:
+        raise HttpFrontRefused(f"--http takes HOST:PORT (e.g. 127.0.0.1:8080), got {text!r}")
+    return host, int(port)

@@ -32,7 +32,6 @@ from mcpward.evidence.writer import (
     log,
 )
 from mcpward.store.factory import StoreContext, migrate_hint
-from mcpward.store.postgres.ledger import open_postgres_ledger
 from mcpward.telemetry.histogram import Histogram
 
 __all__ = [
@@ -166,6 +165,8 @@ def open_ledger(
     if store is None or not store.postgres:
         return Ledger.open(paths, synchronous="NORMAL")
     keys = load_ledger_keys(paths)  # before the database: a bad key refuses the start
+    from mcpward.store.postgres.ledger import open_postgres_ledger
+
     backend = open_postgres_ledger(
         store.settings,
         synchronous_commit=settings.durability == "sync",

@@ -1,50 +1,46 @@
 """The built-in guard kinds by config name, listed explicitly (as mitmproxy's default_addons()
 lists its addons): nothing registers itself by being imported.
+
+Each kind's module is imported when a configuration uses it: a gateway with the default guards
+never loads the WebAssembly engine (`wasm`) or the HTTP client (`http_hook`).
 """
 
 from __future__ import annotations
 
-from mcpward.guards.access import AccessGuard
-from mcpward.guards.http_hook import HttpHookGuard
-from mcpward.guards.response_injection import ResponseInjectionGuard
-from mcpward.guards.rug_pull import RugPullGuard
-from mcpward.guards.secrets import SecretsGuard
-from mcpward.guards.server_allowlist import ServerAllowlistGuard
-from mcpward.guards.tool_filter import ToolFilterGuard
-from mcpward.guards.tool_poisoning import ToolPoisoningGuard
-from mcpward.guards.tool_shadowing import ToolShadowingGuard
-from mcpward.guards.wasm.guard import WasmGuard
-from mcpward.pipeline.guard import Guard
+import importlib
+from typing import TYPE_CHECKING
 
-BUILTIN_GUARDS: tuple[type[Guard], ...] = (
-    AccessGuard,
-    RugPullGuard,
-    ToolPoisoningGuard,
-    ToolShadowingGuard,
-    ServerAllowlistGuard,
-    ToolFilterGuard,
-    SecretsGuard,
-    ResponseInjectionGuard,
-    HttpHookGuard,
-    WasmGuard,
-)
+if TYPE_CHECKING:
+    from mcpward.pipeline.guard import Guard
+
+# config name -> "module:Class"
+BUILTIN_GUARDS: dict[str, str] = {
+    "access": "mcpward.guards.access:AccessGuard",
+    "rug_pull": "mcpward.guards.rug_pull:RugPullGuard",
+    "tool_poisoning": "mcpward.guards.tool_poisoning:ToolPoisoningGuard",
+    "tool_shadowing": "mcpward.guards.tool_shadowing:ToolShadowingGuard",
+    "server_allowlist": "mcpward.guards.server_allowlist:ServerAllowlistGuard",
+    "tool_filter": "mcpward.guards.tool_filter:ToolFilterGuard",
+    "secrets": "mcpward.guards.secrets:SecretsGuard",
+    "response_injection": "mcpward.guards.response_injection:ResponseInjectionGuard",
+    "http_hook": "mcpward.guards.http_hook:HttpHookGuard",
+    "wasm": "mcpward.guards.wasm.guard:WasmGuard",
+}
 
 
 def guard_kinds() -> dict[str, type[Guard]]:
-    """Config name -> guard class, for every built-in kind."""
-    kinds: dict[str, type[Guard]] = {}
-    for cls in BUILTIN_GUARDS:
-        if not cls.kind or cls.kind in kinds:
-            raise TypeError(f"{cls.__name__}: guard kind {cls.kind!r} is empty or listed twice")
-        kinds[cls.kind] = cls
-    return kinds
+    """Config name -> guard class, for every built-in kind (imports them all)."""
+    return {kind: resolve_guard_kind(kind) for kind in BUILTIN_GUARDS}
 
 
 def resolve_guard_kind(kind: str) -> type[Guard]:
-    """The class for a kind, or KeyError listing the known kinds."""
-    kinds = guard_kinds()
-    try:
-        return kinds[kind]
-    except KeyError:
-        known = ", ".join(sorted(kinds))
-        raise KeyError(f"unknown guard kind {kind!r}; known kinds: {known}") from None
+    """The class for a kind (its module imported now), or KeyError listing the known kinds."""
+    target = BUILTIN_GUARDS.get(kind)
+    if target is None:
+        known = ", ".join(sorted(BUILTIN_GUARDS))
+        raise KeyError(f"unknown guard kind {kind!r}; known kinds: {known}")
+    module, _, name = target.partition(":")
+    cls: type[Guard] = getattr(importlib.import_module(module), name)
+    if cls.kind != kind:
+        raise TypeError(f"{target}: declares guard kind {cls.kind!r}, listed as {kind!r}")
+    return cls

@@ -4,18 +4,19 @@ screen's data-request cues) and the consult on the gateway's egress-filtered HTT
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import re2
 
-from mcpward.contracts.consult.client import ModelClient
-from mcpward.contracts.consult.consult import SemanticConsult
 from mcpward.contracts.consult.settings import ConsultSettings
 from mcpward.contracts.consult.triggers import TriggerProbes
 from mcpward.guards.detection.scanner import NAME_RULES, ContentScanner, score
 from mcpward.guards.screen import red_flags
 from mcpward.guards.tool_poisoning import DEFINITION_RULES
 from mcpward.pipeline.services import GatewayServices
+
+if TYPE_CHECKING:
+    from mcpward.contracts.consult.consult import SemanticConsult
 
 # Wider than the screen's credential/private-file flags: text asking for what the agent knows.
 _DATA_REQUEST = re2.compile(
@@ -59,5 +60,8 @@ def build_consult(
 ) -> SemanticConsult:
     """THE place tier 2's connections are made: only to the configured endpoint, through the
     egress filter, admitting only the private addresses the operator listed."""
+    from mcpward.contracts.consult.client import ModelClient  # httpx: only with `consult:`
+    from mcpward.contracts.consult.consult import SemanticConsult
+
     http = services.http_client(list(settings.allow_private), settings.deadline_s)
     return SemanticConsult(settings, ModelClient(settings, http), trigger_probes(scanner))

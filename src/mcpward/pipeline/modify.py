@@ -5,8 +5,6 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Any
 
-import jsonpath
-
 from mcpward.pipeline.decisions import (
     AddWarning,
     ModifyAction,
@@ -23,6 +21,8 @@ class ModifyError(ValueError):
 
 @lru_cache(maxsize=512)
 def _compiled(path: str) -> Any:
+    import jsonpath  # only a guard that redacts by path needs it
+
     try:
         return jsonpath.compile(path)
     except jsonpath.JSONPathError as exc:

@@ -8,21 +8,18 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from mcpward.config.loader import LoadedConfig
 from mcpward.config.models import StdioUpstream
-from mcpward.egress.client import egress_http_client
-from mcpward.egress.policy import EgressPolicy
-from mcpward.egress.poster import EgressPoster
 from mcpward.evidence.record import NullRecorder, Recorder
 from mcpward.pipeline.context import Identity
 from mcpward.pipeline.executor import Pipeline
 from mcpward.pipeline.services import GatewayServices
 from mcpward.relay.catalog import Catalog
 from mcpward.relay.links import MessageHandler, UpstreamLink
-from mcpward.relay.metered import MeteredRecorder, watch_gateway_state
 from mcpward.relay.naming import Namespace
 from mcpward.relay.process_pool import ProcessPool, Tenant
 from mcpward.relay.refused import Refusal, RefusedConnection, refused_upstreams
@@ -33,13 +30,15 @@ from mcpward.relay.traced import CallTracer
 from mcpward.store.factory import StoreContext, context_from_config
 from mcpward.store.keys import KeyFileError
 from mcpward.store.paths import resolve_state_dir
-from mcpward.store.postgres.pool import PostgresUnavailable
+from mcpward.store.postgres.errors import PostgresUnavailable
 from mcpward.store.replica import ReplicaStore
-from mcpward.telemetry.metrics import GatewayMetrics
 from mcpward.telemetry.settings import TelemetrySettings
 from mcpward.telemetry.tracing import Tracing
 from mcpward.upstreams.base import UpstreamConnection
 from mcpward.upstreams.connectors import make_connection
+
+if TYPE_CHECKING:
+    from mcpward.telemetry.metrics import GatewayMetrics
 
 log = logging.getLogger("mcpward.gateway")
 
@@ -80,7 +79,10 @@ class Gateway:
         # Counted only when someone can read them: /metrics on the HTTP front (admin token) or
         # the stdio listener. Otherwise nothing of the metrics is on the per-call path.
         self.metrics: GatewayMetrics | None = None
-        if serves_metrics(loaded):
+        if serves_metrics(loaded):  # prometheus_client loads only here
+            from mcpward.relay.metered import MeteredRecorder, watch_gateway_state
+            from mcpward.telemetry.metrics import GatewayMetrics
+
             self.metrics = GatewayMetrics(self.upstream_ids, telemetry.tool_label_cap)
             watch_gateway_state(self.metrics, self.recorder, lambda: self.store, state_dir)
             self.recorder = MeteredRecorder(self.recorder, self.metrics)
@@ -148,7 +150,7 @@ class Gateway:
             catalog=gateway.catalog,
             upstream_identities=dict(gateway.identities),
             upstream_provenance=dict(gateway.provenance),
-            http_client=egress_http_client,
+            http_client=_egress_http_client,
             store=store,
             consult=loaded.config.consult,
         )
@@ -256,8 +258,18 @@ class Gateway:
 
 def _tracing(telemetry: TelemetrySettings) -> Tracing:
     """Traces exported through the egress filter (telemetry.otlp_allow_private)."""
+    from mcpward.egress.policy import EgressPolicy
+    from mcpward.egress.poster import EgressPoster
+
     poster = EgressPoster(EgressPolicy.from_allow_list(telemetry.otlp_allow_private))
     return Tracing(telemetry, poster.post, poster.close)
+
+
+def _egress_http_client(allow_private: Sequence[str], timeout: float) -> Any:
+    """An egress-filtered HTTP client for a guard that asks for one (httpx loads only then)."""
+    from mcpward.egress.client import egress_http_client
+
+    return egress_http_client(allow_private, timeout)
 
 
 def serves_metrics(loaded: LoadedConfig) -> bool:

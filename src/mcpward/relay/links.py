@@ -13,7 +13,7 @@ import math
 import time
 from collections.abc import Awaitable, Callable
 from enum import Enum
-from typing import Any, TypeGuard
+from typing import TYPE_CHECKING, Any, TypeGuard
 
 from mcpward.config.models import RestartPolicy
 from mcpward.protocol import errors, jsonrpc, methods
@@ -23,9 +23,11 @@ from mcpward.relay import upstream_frames
 from mcpward.relay.foreign_codes import without_gateway_codes
 from mcpward.relay.outbox import Outbox
 from mcpward.telemetry import log_limits
-from mcpward.telemetry.metrics import GatewayMetrics
 from mcpward.telemetry.propagation import TRACEPARENT
 from mcpward.upstreams.base import UpstreamConnection, UpstreamUnavailable
+
+if TYPE_CHECKING:
+    from mcpward.telemetry.metrics import GatewayMetrics
 
 log = logging.getLogger("mcpward.relay")
 

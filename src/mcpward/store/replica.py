@@ -11,8 +11,7 @@ from __future__ import annotations
 import logging
 
 from mcpward.store.factory import StoreContext, migrate_hint, store_problem
-from mcpward.store.postgres.migrations import defer_check
-from mcpward.store.postgres.pool import PostgresUnavailable, acquire_pool, release_pool
+from mcpward.store.postgres.errors import PostgresUnavailable
 
 log = logging.getLogger("mcpward.store")
 
@@ -23,6 +22,9 @@ class ReplicaStore:
     Raises PostgresUnavailable when the DSN cannot be read (a configuration error)."""
 
     def __init__(self, context: StoreContext) -> None:
+        from mcpward.store.postgres.migrations import defer_check
+        from mcpward.store.postgres.pool import acquire_pool
+
         self.context = context
         self.pool = acquire_pool(context.settings)
         try:
@@ -53,4 +55,6 @@ class ReplicaStore:
         return problem[0]
 
     def close(self) -> None:
+        from mcpward.store.postgres.pool import release_pool
+
         release_pool(self.pool)

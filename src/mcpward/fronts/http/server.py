@@ -14,7 +14,7 @@ from pathlib import Path
 
 import uvicorn
 
-from mcpward.config.http_front import HttpFront, HttpFrontRefused, check_posture
+from mcpward.config.http_front import HttpFront, HttpFrontRefused, check_posture, parse_http_address
 from mcpward.fronts.http.app import HttpFrontApp
 from mcpward.fronts.http.head_guard import ConnectionLimits, guarded_protocol
 from mcpward.identity.authenticator import Authenticator
@@ -168,20 +168,6 @@ async def serve_http(
             on_ready(url)
         await stop.wait()
         log.info("HTTP front shutting down")
-
-
-def parse_http_address(text: str) -> tuple[str, int]:
-    """`127.0.0.1:8080`, `[::1]:8080`, `localhost:8080` or a bare port."""
-    text = text.strip()
-    if text.isdigit():
-        return "127.0.0.1", int(text)
-    if text.startswith("["):
-        host, sep, port = text[1:].partition("]:")
-    else:
-        host, sep, port = text.rpartition(":")
-    if not sep or not host or not port.isdigit() or not 0 <= int(port) <= 65535:
-        raise HttpFrontRefused(f"--http takes HOST:PORT (e.g. 127.0.0.1:8080), got {text!r}")
-    return host, int(port)
 
 
 def quick_front(http: str, token_file: Path | None, allow_non_loopback: bool) -> HttpFront:

@@ -1,10 +1,12 @@
 """RE2 compilation for every built-in and user-supplied pattern (linear time, no ReDoS).
 
-`MultiPattern` runs many patterns in one pass (an RE2 set), then only the ones that hit for spans.
+`MultiPattern` runs many patterns behind one literal prefilter (RE2's FilteredRE2), then only the
+ones that hit for spans.
 """
 
 from __future__ import annotations
 
+import threading
 from bisect import bisect_right
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -67,70 +69,80 @@ class Hit:
     groups: tuple[tuple[int, int], ...] = ()  # spans of the pattern's groups (-1, -1 if unset)
 
 
-_BUILT: dict[tuple[str, ...], list[tuple[int, Any]]] = {}
-_SINGLES: dict[str, Any] = {}
+_BUILT: dict[tuple[str, ...], Any] = {}
+_PENDING: dict[tuple[str, ...], None] = {}  # pattern lists made but not compiled yet, in order
+_BUILD_LOCK = threading.Lock()
+_UNBUILT: Any = object()
 
 
-def _single(pattern: str) -> Any:
-    compiled = _SINGLES.get(pattern)
-    if compiled is None:
-        compiled = _SINGLES[pattern] = compile_pattern(pattern)
-    return compiled
+def _built(key: tuple[str, ...]) -> Any:
+    """The compiled filter of a pattern list (None for no patterns), compiled once per process."""
+    with _BUILD_LOCK:
+        if key not in _BUILT:
+            _BUILT[key] = _compile_filter(key) if key else None
+        _PENDING.pop(key, None)
+        return _BUILT[key]
 
 
-def _compile_sets(patterns: Sequence[str], offset: int) -> list[tuple[int, Any]]:
-    """RE2 sets over consecutive slices of patterns; a slice too big for one set is halved."""
-    if not patterns:
-        return []
-    compiled = re2.Set.SearchSet(_OPTIONS)
+def compile_pending() -> int:
+    """Compile every pattern list made but not used yet; returns how many. A gateway runs this
+    off its event loop once it is serving, so the first list or call rarely waits for it."""
+    done = 0
+    while _PENDING:
+        _built(next(iter(_PENDING)))
+        done += 1
+    return done
+
+
+def _compile_filter(patterns: Sequence[str]) -> Any:
+    """An RE2 FilteredRE2 over the patterns: each pattern is compiled on its own, and the literal
+    atoms every match must contain are searched in one case-insensitive pass; only the patterns
+    whose atoms are all present run. The answer is exact (the atoms are necessary conditions).
+
+    One RE2 set of all patterns answers in a single pass too, but its program is several times
+    the size of the patterns compiled one by one (46 MiB against 8 MiB for the 198 definition
+    rules), and every gateway process carries it."""
+    compiled = re2.Filter()
     for pattern in patterns:
         try:
-            compiled.Add(pattern)
+            compiled.Add(pattern, _OPTIONS)
         except re2.error:
             compile_pattern(pattern)  # raises PatternError with RE2's reason
             raise
-    try:
-        compiled.Compile()
-    except re2.error:
-        if len(patterns) == 1:
-            raise PatternError(f"RE2 cannot compile {patterns[0]!r} into a set") from None
-        half = len(patterns) // 2
-        return _compile_sets(patterns[:half], offset) + _compile_sets(
-            patterns[half:], offset + half
-        )
-    return [(offset, compiled)]
+    compiled.Compile()
+    return compiled
 
 
 class MultiPattern:
-    """Many patterns, one scan: the RE2 set says which match, then those give their spans."""
+    """Many patterns, one scan: a literal prefilter says which can match, those run for the
+    answer, and the ones that match give their spans."""
 
     def __init__(self, patterns: Sequence[str]) -> None:
         self.patterns = list(patterns)
-        key = tuple(self.patterns)
-        # Built once per process for a given pattern list (the built-in families take about a
-        # second to compile); one pattern is compiled on its first hit, for spans.
-        if key not in _BUILT:
-            _BUILT[key] = _compile_sets(self.patterns, 0)
-        # (first index, set) pairs: one RE2 set when it fits RE2's memory bound, else halves.
-        self._sets: list[tuple[int, Any]] = _BUILT[key]
+        self._key = tuple(self.patterns)
+        # Compiled on first use, or by `compile_pending`, once per process for a given list
+        # (guards of one kind share it): building a guard costs no RE2 work.
+        self._filter: Any = _BUILT.get(self._key, _UNBUILT)
+        if self._filter is _UNBUILT:
+            _PENDING[self._key] = None
         self._compiled: list[Any] = [None] * len(self.patterns)
+
+    def _prefilter(self) -> Any:
+        if self._filter is _UNBUILT:
+            self._filter = _built(self._key)
+        return self._filter
 
     def __len__(self) -> int:
         return len(self.patterns)
 
     def matching(self, text: str) -> list[int]:
-        """Indices of the patterns that match somewhere in text (one pass)."""
-        if not self._sets or not text:
+        """Indices of the patterns that match somewhere in text, in order."""
+        if not self.patterns or not text:
             return []
         return self._matching(utf8(text))
 
     def _matching(self, data: bytes) -> list[int]:
-        found: list[int] = []
-        for offset, compiled in self._sets:
-            hits = compiled.Match(data)
-            if hits:
-                found += [offset + i for i in hits]
-        return sorted(found)
+        return sorted(self._prefilter().Match(data) or ())
 
     def finditer(self, text: str, limit: int | Sequence[int] = 1000) -> Iterator[Hit]:
         """Every non-overlapping hit of every matching pattern, at most `limit` per pattern
@@ -140,7 +152,7 @@ class MultiPattern:
         The text is encoded once and searched as UTF-8 bytes (google-re2's str path re-maps
         offsets on every match, several times slower); spans come back in characters.
         """
-        if not self._sets or not text:
+        if not self.patterns or not text:
             return
         data = utf8(text)
         matching = self._matching(data)
@@ -153,8 +165,8 @@ class MultiPattern:
                 yield Hit(index, -1, -1)
                 continue
             compiled = self._compiled[index]
-            if compiled is None:
-                compiled = self._compiled[index] = _single(self.patterns[index])
+            if compiled is None:  # the filter's own compiled pattern, wrapped once
+                compiled = self._compiled[index] = self._prefilter().re(index)
             ngroups = compiled.groups
             matches = compiled.finditer(data) if most != 1 else (compiled.search(data),)
             for count, match in enumerate(matches):

@@ -14,6 +14,7 @@ import psycopg
 from psycopg_pool import ConnectionPool, PoolClosed, PoolTimeout
 
 from mcpward.secret_refs import SecretUnavailable, resolve_secret
+from mcpward.store.postgres.errors import PostgresUnavailable
 from mcpward.store.settings import StoreSettings
 
 log = logging.getLogger("mcpward.store")
@@ -21,10 +22,6 @@ Connection = psycopg.Connection[tuple[object, ...]]
 CALL_WAIT_S = 1.0  # longest wait for a pooled connection on a gateway's call path
 CALL_BOUND_S = 1.5  # longest a gateway's event loop waits for one store call (bounded.py)
 PROBE_BACKOFF_S = (0.0, 0.25, 0.5, 1.0, 2.0)  # between probes of a lost server (last repeats)
-
-
-class PostgresUnavailable(Exception):
-    """No connection to the database (DSN unreadable, server down, pool exhausted)."""
 
 
 def resolve_dsn(settings: StoreSettings) -> str:
