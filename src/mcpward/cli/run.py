@@ -66,9 +66,9 @@ async def run_gateway(loaded: LoadedConfig) -> None:
     from mcpward.config.http_front import HttpFront
     from mcpward.relay.gateway import Gateway
 
-    gateway = await Gateway.start(loaded)
+    front = loaded.config.front
+    gateway = await Gateway.start(loaded, prestart=not isinstance(front, HttpFront))
     try:
-        front = loaded.config.front
         if isinstance(front, HttpFront):
             from mcpward.fronts.http.server import serve_http
 

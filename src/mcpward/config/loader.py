@@ -71,6 +71,9 @@ class LoadedConfig:
     guard_specs: list[GuardSpec]
     guard_options: list[BaseModel]
 
+    def guard_classes(self) -> list[type[Guard]]:
+        return [resolve_guard_kind(spec.kind) for spec in self.guard_specs]
+
     def build_guards(self) -> list[Guard]:
         return [
             resolve_guard_kind(spec.kind)(spec, options)

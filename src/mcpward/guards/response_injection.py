@@ -19,6 +19,7 @@ from mcpward.guards.detection.families import (
 )
 from mcpward.guards.detection.language_gate import MARKER, foreign_windows
 from mcpward.guards.detection.multilingual import MULTILINGUAL_INSTRUCTION_RULES
+from mcpward.guards.detection.regex import compile_pending
 from mcpward.guards.detection.scanner import ContentScanner, CustomPattern, Finding, score
 from mcpward.pipeline.context import GuardContext
 from mcpward.pipeline.decisions import AddWarning, Allow, Decision, Deny, Modify, ReplacePayload
@@ -92,6 +93,9 @@ class ResponseInjectionGuard(Guard):
             disabled_families=[*options.disabled_families, "invisible-text", "homoglyph"],
         )
         self.threshold = options.threshold
+
+    def warm(self) -> None:
+        compile_pending()  # this kind's rule sets, off the event loop
 
     def scan_text(self, text: str, path: str = "$", with_rules: bool = True) -> TextVerdict:
         """`with_rules=False`: no rule can match (a joined pass said so); Unicode checks only."""

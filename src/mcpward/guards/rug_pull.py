@@ -25,6 +25,7 @@ from mcpward.contracts.provenance import pin_origin
 from mcpward.contracts.sanitize import sanitize_text
 from mcpward.contracts.store import PinStore
 from mcpward.contracts.taxonomy import ChangeKind
+from mcpward.guards.detection.regex import compile_pending
 from mcpward.guards.detection.scanner import ContentScanner
 from mcpward.guards.rug_pull_consult import build_consult, definition_scanner
 from mcpward.pipeline.context import GuardContext
@@ -208,6 +209,9 @@ class RugPullGuard(Guard):
         self._consult: SemanticConsult | None = None
 
     # -- lifecycle -------------------------------------------------------------------------
+
+    def warm(self) -> None:
+        compile_pending()  # this kind's rule sets, off the event loop
 
     def table_for(self, upstream: str) -> PostureTable:
         table = self._tables.get(upstream)

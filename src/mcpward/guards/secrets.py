@@ -6,12 +6,14 @@ secret.
 
 from __future__ import annotations
 
+import threading
 from collections import Counter
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from mcpward.guards.detection.extract import StructureLimit
+from mcpward.guards.detection.regex import compile_pending
 from mcpward.guards.detection.scanner import CustomPattern
 from mcpward.guards.detection.secret_scanner import SecretScanner
 from mcpward.pipeline.context import GuardContext
@@ -63,15 +65,32 @@ class SecretsGuard(Guard):
 
     def __init__(self, spec: GuardSpec, options: SecretsOptions) -> None:
         super().__init__(spec, options)
-        self.scanner = SecretScanner(
-            custom=options.custom_patterns,
-            disabled_kinds=options.disabled_kinds,
-            generic=options.generic,
-            min_entropy=options.min_entropy,
-            marker=options.marker,
-            gitleaks=options.gitleaks,
-            gitleaks_max_chars=options.gitleaks_max_chars,
-        )
+        self._scanner: SecretScanner | None = None
+        self._building = threading.Lock()
+        if options.disabled_kinds:
+            self.scanner  # noqa: B018 (built now: an unknown kind must refuse the start)
+
+    @property
+    def scanner(self) -> SecretScanner:
+        """Built on first use or by `warm` (the gitleaks rule file is parsed and compiled)."""
+        if self._scanner is None:
+            with self._building:
+                if self._scanner is None:
+                    opts = self.options
+                    self._scanner = SecretScanner(
+                        custom=opts.custom_patterns,
+                        disabled_kinds=opts.disabled_kinds,
+                        generic=opts.generic,
+                        min_entropy=opts.min_entropy,
+                        marker=opts.marker,
+                        gitleaks=opts.gitleaks,
+                        gitleaks_max_chars=opts.gitleaks_max_chars,
+                    )
+        return self._scanner
+
+    def warm(self) -> None:
+        self.scanner  # noqa: B018 (built now, off the event loop)
+        compile_pending()
 
     def _judge(self, subject: Subject, ctx: GuardContext, action: str, direction: str) -> Decision:
         payload = subject.payload

@@ -19,6 +19,7 @@ from mcpward.guards.detection.families import (
     check_family_ids,
 )
 from mcpward.guards.detection.multilingual import MULTILINGUAL_INSTRUCTION_RULES
+from mcpward.guards.detection.regex import compile_pending
 from mcpward.guards.detection.scanner import (
     NAME_RULES,
     ContentScanner,
@@ -110,6 +111,9 @@ class ToolPoisoningGuard(Guard):
         )
         self.threshold = options.threshold
         self.action = options.action
+
+    def warm(self) -> None:
+        compile_pending()  # this kind's rule sets, off the event loop
 
     def judge(self, item: Any) -> ItemVerdict:
         findings = self.scanner.scan_definition(item)

@@ -19,6 +19,7 @@ from mcpward.guards.detection.extract import StructureLimit, definition_texts
 from mcpward.guards.detection.families import ENGLISH_PREFERENCE_RULES, POISONING_ONLY_RULES
 from mcpward.guards.detection.multilingual import MULTILINGUAL_PREFERENCE_RULES
 from mcpward.guards.detection.names import collision_key
+from mcpward.guards.detection.regex import compile_pending
 from mcpward.guards.detection.scanner import ContentScanner
 from mcpward.guards.hidden_items import lists_unreadable
 from mcpward.pipeline.context import GuardContext
@@ -320,6 +321,9 @@ class ToolShadowingGuard(Guard):
         self._catalog = services.catalog
         if len(services.catalog.upstream_ids()) < 2:  # nothing to compare a call with
             self.phases = self.phases - {Phase.TOOL_INVOKE}
+
+    def warm(self) -> None:
+        compile_pending()  # this kind's rule sets, off the event loop
 
     def _full_catalog(self, ctx: GuardContext) -> dict[str, Sequence[Mapping[str, Any]]]:
         """ctx.catalog, completed from the live catalog for upstreams it does not hold yet."""

@@ -128,6 +128,15 @@ class Pipeline:
                     return out
         return out
 
+    def warm(self) -> None:
+        """Every guard's `warm` (in a worker thread; a failure only leaves the work for first
+        use, which raises it where a guard's error is handled)."""
+        for guard in self.guards:
+            try:
+                guard.warm()
+            except Exception:
+                log.warning("guard %s: warming up failed; it builds on first use", guard.id)
+
     async def close(self) -> None:
         for guard in self.guards:
             try:

@@ -80,6 +80,10 @@ class Guard:
     async def attach(self, services: GatewayServices) -> None:
         """Called once when the gateway is assembled, before the first message."""
 
+    def warm(self) -> None:
+        """Build what the first message would otherwise wait for (compiled rule sets). Runs in
+        a worker thread once the gateway is serving; must be safe alongside the hooks."""
+
     async def close(self) -> None:
         """Release resources (sandboxes, clients) at shutdown."""
 

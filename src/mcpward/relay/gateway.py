@@ -22,7 +22,12 @@ from mcpward.relay.catalog import Catalog
 from mcpward.relay.links import MessageHandler, UpstreamLink
 from mcpward.relay.naming import Namespace
 from mcpward.relay.process_pool import ProcessPool, Tenant
-from mcpward.relay.refused import Refusal, RefusedConnection, refused_upstreams
+from mcpward.relay.refused import (
+    Refusal,
+    RefusedConnection,
+    may_refuse_upstreams,
+    refused_upstreams,
+)
 from mcpward.relay.replica_start import open_replica, replica_readiness, replica_recorder
 from mcpward.relay.session import Downstream, Session
 from mcpward.relay.shared import SessionServices
@@ -59,6 +64,7 @@ class Gateway:
         state_dir: Path,
         recorder: Recorder | None = None,
         connections: Mapping[str, ConnectionFactory] | None = None,
+        processes: ProcessPool | None = None,
     ) -> None:
         config = loaded.config
         # Upstreams reached in-process (the library wrapper) instead of by their config entry.
@@ -100,12 +106,7 @@ class Gateway:
         # Readiness of the store (None = ready, else "store" or "migrations"); the HTTP front's
         # /readyz calls it. None here: the front checks that the state directory is writable.
         self.store_check: Callable[[], str | None] | None = None
-        pooled = {
-            u.id: u
-            for u in config.upstreams
-            if isinstance(u, StdioUpstream) and u.id not in self._connections
-        }
-        self.processes = ProcessPool(pooled, self.settings)
+        self.processes = processes or pool_for(loaded, self._connections)
         # Filled by `start` once the guards are attached (server_allowlist decides from config).
         self.refused: dict[str, Refusal] = {}
         self.session_services = SessionServices(
@@ -120,6 +121,7 @@ class Gateway:
             refused=self.refused,
         )
         self._relister: asyncio.Task[None] | None = None
+        self.warming: asyncio.Future[None] | None = None
 
     @classmethod
     async def start(
@@ -127,8 +129,29 @@ class Gateway:
         loaded: LoadedConfig,
         recorder: Recorder | None = None,
         connections: Mapping[str, ConnectionFactory] | None = None,
+        prestart: bool = False,
     ) -> Gateway:
-        """Assemble the gateway and attach every guard. Upstreams start with the first session."""
+        """Assemble the gateway and attach every guard. Upstreams start with the first session;
+        with `prestart` (a stdio front, one session), each stdio upstream's process starts now,
+        so that the server boots while the stores open and the guards attach, unless a guard
+        could refuse an upstream before it starts (that decision comes first)."""
+        processes = pool_for(loaded, connections or {})
+        if prestart and not may_refuse_upstreams(loaded.guard_classes()):
+            processes.prestart()
+        try:
+            return await cls._assemble(loaded, recorder, connections, processes)
+        except BaseException:
+            await processes.close()
+            raise
+
+    @classmethod
+    async def _assemble(
+        cls,
+        loaded: LoadedConfig,
+        recorder: Recorder | None,
+        connections: Mapping[str, ConnectionFactory] | None,
+        processes: ProcessPool,
+    ) -> Gateway:
         state_dir = resolve_state_dir(loaded.config.state_dir)
         store = context_from_config(loaded.config, _config_path(loaded))
         try:
@@ -140,7 +163,7 @@ class Gateway:
                 recorder = replica_recorder(loaded.config.evidence, state_dir, store, replica)
             except KeyFileError as exc:  # a key missing, malformed or not the ledger's
                 raise GatewayStartError(f"evidence: {exc}") from None
-        gateway = cls(loaded, state_dir, recorder, connections)
+        gateway = cls(loaded, state_dir, recorder, connections, processes)
         gateway.store = store
         gateway.replica = replica
         if replica is not None:  # /readyz: the database answers, its schema is current
@@ -166,6 +189,9 @@ class Gateway:
         gateway.refuse(refused_upstreams(gateway.pipeline, gateway.upstream_ids))
         if gateway.settings.relist_interval_s > 0:
             gateway._relister = asyncio.create_task(gateway._relist_forever())
+        # Compiled rule sets, built in a worker thread while the first session starts (a list
+        # or call arriving sooner builds what it needs itself: no guard is ever skipped).
+        gateway.warming = asyncio.get_running_loop().run_in_executor(None, gateway.pipeline.warm)
         return gateway
 
     def refuse(self, refused: Mapping[str, Refusal]) -> None:
@@ -254,6 +280,16 @@ class Gateway:
             self.replica.close()
         if self.tracing is not None:  # exports what is batched (blocking I/O: off the loop)
             await asyncio.to_thread(self.tracing.shutdown)
+
+
+def pool_for(loaded: LoadedConfig, connections: Mapping[str, ConnectionFactory]) -> ProcessPool:
+    """The process pool of the configured stdio upstreams (not those reached in-process)."""
+    pooled = {
+        u.id: u
+        for u in loaded.config.upstreams
+        if isinstance(u, StdioUpstream) and u.id not in connections
+    }
+    return ProcessPool(pooled, loaded.config.gateway)
 
 
 def _tracing(telemetry: TelemetrySettings) -> Tracing:

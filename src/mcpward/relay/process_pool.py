@@ -252,6 +252,21 @@ class ProcessPool:
         if self._reaper is None:
             self._reaper = asyncio.create_task(self._reap_forever())
 
+    def prestart(self) -> list[str]:
+        """Start each dedicated upstream's first process now, unprobed, for the first session to
+        take (a stdio front has one session): the server boots while the gateway opens its
+        stores and attaches its guards, instead of after. Returns the upstreams started."""
+        started = []
+        for upstream_id, ups in self._upstreams.items():
+            if ups.spec.processes.sharing != "session" or ups.count or not self._room(ups):
+                continue
+            self._reserve(ups)
+            task = asyncio.create_task(self._warm_one(ups, probe=False))
+            ups.warming.add(task)
+            task.add_done_callback(ups.warming.discard)
+            started.append(upstream_id)
+        return started
+
     def _replenish(self, ups: UpstreamProcesses) -> None:
         wanted = ups.spec.processes.warm_spares if self._warm else 0
         if ups.spec.processes.sharing != "session":
@@ -262,12 +277,12 @@ class ProcessPool:
             ups.warming.add(task)
             task.add_done_callback(ups.warming.discard)
 
-    async def _warm_one(self, ups: UpstreamProcesses) -> None:
-        """One spare: started, answering, then put in the spares."""
+    async def _warm_one(self, ups: UpstreamProcesses, probe: bool = True) -> None:
+        """One spare: started, answering (unless `probe` is off), then put in the spares."""
         conn = self._new_connection(ups)
         try:
             async with self._start_slots:
-                await self._start_and_probe(conn)
+                await (self._start_and_probe(conn) if probe else conn.start())
         except asyncio.CancelledError:
             await self._stop(ups, conn)
             raise

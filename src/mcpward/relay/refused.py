@@ -47,6 +47,12 @@ class Refusal:
         return f"refused by guard {self.guard_id} ({self.deny.code}): {self.deny.message}"
 
 
+def may_refuse_upstreams(guard_classes: Sequence[type[Any]]) -> bool:
+    """Whether a configured guard kind can refuse an upstream before it starts: then nothing
+    may be started before the guards are attached and have decided."""
+    return any(issubclass(cls, UpstreamGate) for cls in guard_classes)
+
+
 def refused_upstreams(pipeline: Pipeline, upstream_ids: Sequence[str]) -> dict[str, Refusal]:
     """Each upstream an enforcing gate refuses (the first gate by priority names the reason).
     A gate in shadow mode refuses nothing: it only records, and the upstream runs."""

@@ -147,7 +147,7 @@ def default_rules() -> GitleaksRuleSet:
     text = resources.files(__package__).joinpath("data", DATA_FILE).read_text(encoding="utf-8")
     ruleset = parse_rules(text)
     if ruleset.skipped:
-        log.info(
+        log.debug(
             "gitleaks rules: %d loaded, %d skipped (%s)",
             len(ruleset.rules),
             len(ruleset.skipped),
