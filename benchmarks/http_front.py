@@ -70,7 +70,7 @@ STDIO_TOOL = ("echo", {"message": "hello"})
 TOKEN = "benchmark-token-0123456789abcdef"
 RUNNER = """
 import asyncio, os, sys, uvloop
-from mcpward.config import load_config
+from mcpward.config.loader import load_config
 from mcpward.relay.gateway import Gateway
 from mcpward.fronts.http.server import serve_http
 

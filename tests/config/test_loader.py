@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from mcpward.config import ConfigError, load_config, parse_config
+from mcpward.config.loader import ConfigError, load_config, parse_config
 
 GOOD_UPSTREAM = {"id": "time", "command": "mcp-server-time"}
 

@@ -14,7 +14,7 @@ from typing import Any
 import jsonschema
 import pytest
 
-from mcpward.config import ConfigError, parse_config
+from mcpward.config.loader import ConfigError, parse_config
 from mcpward.contracts.consult.client import ModelClient
 from mcpward.contracts.consult.consult import SemanticConsult
 from mcpward.contracts.consult.prompt import SYSTEM_PROMPT, consulted_data, messages, parse_answer

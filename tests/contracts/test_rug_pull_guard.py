@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from mcpward.config import ConfigError, parse_config
+from mcpward.config.loader import ConfigError, parse_config
 from mcpward.guards.rug_pull import RugPullGuard, RugPullOptions
 from mcpward.pipeline import GuardContext, GuardSpec, Phase
 from mcpward.pipeline.decisions import Deny, Hold

@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from mcpward.config import ConfigError, parse_config
+from mcpward.config.loader import ConfigError, parse_config
 from mcpward.guards.detection.extract import StructureLimit, definition_texts, payload_strings
 from mcpward.guards.detection.names import collision_key, within_one_edit
 from mcpward.guards.detection.regex import MultiPattern, PatternError, compile_pattern

@@ -12,8 +12,8 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
-from mcpward.config import parse_config
 from mcpward.config.http_front import HttpFront
+from mcpward.config.loader import parse_config
 from mcpward.fronts.http.server import running_front
 from mcpward.identity.tokens import hash_token
 from mcpward.relay.gateway import Gateway

@@ -10,8 +10,8 @@ from typing import Any
 import httpx
 import pytest
 
-from mcpward.config import parse_config
 from mcpward.config.http_front import HttpFront
+from mcpward.config.loader import parse_config
 from mcpward.fronts.http.server import running_front
 from mcpward.relay.gateway import Gateway
 from tests.http.gateway_harness import gateway_front, token_entry

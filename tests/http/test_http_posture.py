@@ -15,8 +15,8 @@ import pytest
 import pytest_asyncio
 from pydantic import ValidationError
 
-from mcpward.config import ConfigError, parse_config
 from mcpward.config.http_front import HttpFront, HttpFrontRefused, parse_http_address
+from mcpward.config.loader import ConfigError, parse_config
 from mcpward.fronts.http.server import quick_front
 from tests.http.gateway_harness import gateway_front, token_entry
 

@@ -14,7 +14,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from mcpward.config.models import HttpUpstream
+from mcpward.config.upstreams import HttpUpstream
 from mcpward.protocol.errors import UpstreamFailure
 from mcpward.upstreams.base import UpstreamUnavailable
 from mcpward.upstreams.http import HttpUpstreamConnection, endpoint_identity

@@ -15,7 +15,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from mcpward.config.models import HttpUpstream, RestartPolicy
+from mcpward.config.upstreams import HttpUpstream, RestartPolicy
 from mcpward.protocol.errors import UpstreamFailure
 from mcpward.relay.links import UpstreamError, UpstreamLink
 from mcpward.upstreams.http import HttpUpstreamConnection

@@ -12,7 +12,7 @@ from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
-from mcpward.config.models import HttpUpstream
+from mcpward.config.upstreams import HttpUpstream
 from mcpward.upstreams import http as upstream_http
 from mcpward.upstreams.http import HttpUpstreamConnection
 from tests.http.http_asgi_server import serve_asgi

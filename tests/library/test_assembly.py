@@ -18,8 +18,8 @@ from mcpward import (
     UpstreamUnavailable,
     guarded,
 )
-from mcpward.config import ConfigError, load_config, parse_config
-from mcpward.config.models import HttpUpstream, StdioUpstream
+from mcpward.config.loader import ConfigError, load_config, parse_config
+from mcpward.config.upstreams import HttpUpstream, StdioUpstream
 from mcpward.library.assembly import (
     STAND_IN_COMMAND,
     gateway_config,

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from mcpward.config.models import RestartPolicy
+from mcpward.config.upstreams import RestartPolicy
 from mcpward.protocol.errors import UpstreamFailure
 from mcpward.relay.links import UpstreamError, UpstreamLink
 from mcpward.relay.outbox import Outbox

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from mcpward.config import parse_config
+from mcpward.config.loader import parse_config
 from mcpward.protocol.jsonrpc import Message, RequestId, classify
 from mcpward.relay.gateway import Gateway
 from mcpward.relay.session import Session

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from mcpward.config import parse_config
+from mcpward.config.loader import parse_config
 from mcpward.protocol.jsonrpc import Message, RequestId, classify
 from mcpward.relay.gateway import Gateway
 from mcpward.relay.server_requests import MAX_WAITING

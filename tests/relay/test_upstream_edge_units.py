@@ -13,7 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from mcpward.config.models import RestartPolicy
+from mcpward.config.upstreams import RestartPolicy
 from mcpward.evidence.receipt import payload_hashes
 from mcpward.evidence.record import DecisionRecord
 from mcpward.protocol.errors import UpstreamFailure

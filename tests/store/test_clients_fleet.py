@@ -19,8 +19,8 @@ from mcp.shared.exceptions import MCPError
 from typer.testing import CliRunner
 
 from mcpward.cli.main import app
-from mcpward.config import load_config
 from mcpward.config.http_front import HttpFront
+from mcpward.config.loader import load_config
 from mcpward.fronts.http.server import running_front
 from mcpward.relay.gateway import Gateway
 from tests.store.fleet import TOKEN, Replica, replica_config

@@ -14,7 +14,7 @@ import yaml
 from typer.testing import CliRunner
 
 from mcpward.cli.main import app
-from mcpward.config import load_config
+from mcpward.config.loader import load_config
 from mcpward.evidence.keyring import signer_from_seed
 from mcpward.relay.gateway import Gateway, GatewayStartError
 from tests.store.fleet import replica_config, write_control

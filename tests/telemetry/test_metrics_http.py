@@ -11,7 +11,7 @@ from typing import Any
 
 import httpx
 
-from mcpward.config import parse_config
+from mcpward.config.loader import parse_config
 from mcpward.demo.server import write_control
 from mcpward.fronts.http.server import running_front
 from mcpward.relay.gateway import Gateway

@@ -92,7 +92,7 @@ async def test_spans_of_judged_calls_reach_the_otlp_receiver(tmp_path: Path) -> 
 def test_without_an_endpoint_opentelemetry_is_not_imported(tmp_path: Path) -> None:
     code = (
         "import sys, asyncio\n"
-        "from mcpward.config import parse_config\n"
+        "from mcpward.config.loader import parse_config\n"
         "from mcpward.relay.gateway import Gateway\n"
         f"loaded = parse_config({{'upstreams': [{{'id': 'x', 'command': 'true'}}], "
         f"'state_dir': {str(tmp_path)!r}, 'guards': []}}, 't')\n"
@@ -114,8 +114,7 @@ def test_the_collector_is_dialled_through_the_egress_filter(
     """A private collector address is refused at load unless allow-listed, and a name that
     resolves to one when the batch is sent is refused at dial time: the batch is dropped and
     logged (host and reason, once a minute), nothing is sent."""
-    from mcpward.config import parse_config
-    from mcpward.config.loader import ConfigError
+    from mcpward.config.loader import ConfigError, parse_config
     from mcpward.egress.policy import EgressBlocked, EgressPolicy
     from mcpward.egress.poster import EgressPoster
 

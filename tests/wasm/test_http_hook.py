@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from mcpward.config import ConfigError, parse_config
+from mcpward.config.loader import ConfigError, parse_config
 from mcpward.guards.http_hook import HttpHookGuard, HttpHookOptions
 from mcpward.pipeline import Deny, GuardContext, GuardSpec, Identity, Phase
 from mcpward.pipeline.executor import Outcome, Pipeline

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from wasmtime.component import ComponentInstanceType
 
-from mcpward.config import ConfigError, parse_config
+from mcpward.config.loader import ConfigError, parse_config
 from mcpward.guards.wasm.cache import CompiledCache
 from mcpward.guards.wasm.contract import (
     GUARD_FUNCS,

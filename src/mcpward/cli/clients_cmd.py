@@ -16,8 +16,8 @@ import typer
 from rich.console import Console
 
 from mcpward.cli.store_context import StoreChoiceError, cli_store_context
-from mcpward.config import ConfigError, load_config
 from mcpward.config.http_front import HttpFront
+from mcpward.config.loader import ConfigError, load_config
 from mcpward.identity.client_records import (
     ClientRecordsUnavailable,
     StoredRecord,

@@ -8,7 +8,8 @@ from pathlib import Path
 import typer
 from rich.console import Console
 
-from mcpward.config import ConfigError, GatewayConfig, load_config
+from mcpward.config.loader import ConfigError, load_config
+from mcpward.config.models import GatewayConfig
 from mcpward.guards.kinds import resolve_guard_kind
 
 STARTER = """\

@@ -13,8 +13,8 @@ import uvicorn
 from rich.console import Console as RichConsole
 from rich.text import Text
 
-from mcpward.config import ConfigError, load_config
 from mcpward.config.http_front import HttpFront, is_loopback_host
+from mcpward.config.loader import ConfigError, load_config
 from mcpward.console.app import ConsoleSettings, create_console_app
 from mcpward.console.auth import (
     AdminAuth,

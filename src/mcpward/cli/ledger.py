@@ -19,7 +19,7 @@ from rich.console import Console
 from rich.table import Table
 
 from mcpward.cli.store_context import StoreChoiceError, cli_store_context
-from mcpward.config import ConfigError, load_config
+from mcpward.config.loader import ConfigError, load_config
 from mcpward.evidence.checkpoint import (
     CheckpointError,
     SignedCheckpoint,

@@ -19,7 +19,7 @@ from rich.console import Console
 from rich.text import Text
 
 from mcpward.cli.store_context import StoreChoiceError, cli_store_context
-from mcpward.config import ConfigError, load_config
+from mcpward.config.loader import ConfigError, load_config
 from mcpward.config.models import GatewayConfig
 from mcpward.contracts.extract import contract_hash
 from mcpward.contracts.holds import Commands

@@ -16,8 +16,7 @@ from typing import Any
 import typer
 
 from mcpward.cli.logs import configure_logging
-from mcpward.config import ConfigError, load_config, parse_config
-from mcpward.config.loader import LoadedConfig
+from mcpward.config.loader import ConfigError, LoadedConfig, load_config, parse_config
 from mcpward.pipeline.context import Identity
 
 

@@ -16,7 +16,7 @@ import typer
 from rich.console import Console
 from rich.text import Text
 
-from mcpward.config import ConfigError, parse_config
+from mcpward.config.loader import ConfigError, parse_config
 from mcpward.contracts.model import ItemKind, Pin
 from mcpward.contracts.snapshot_file import Snapshot, SnapshotError
 from mcpward.guards.screen import SCREEN_MEANING, ScreenReport, ScreenVerdict, judge
@@ -225,7 +225,7 @@ def register(app: typer.Typer) -> None:
         allowed_ids = list(allowed or [])
         directory = state_dir
         if config is not None:
-            from mcpward.config import load_config
+            from mcpward.config.loader import load_config
             from mcpward.store.paths import resolve_state_dir
 
             try:

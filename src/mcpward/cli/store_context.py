@@ -6,7 +6,7 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
-from mcpward.config import ConfigError, load_config
+from mcpward.config.loader import ConfigError, load_config
 from mcpward.store.factory import StoreContext, context_from_config, sqlite_context
 from mcpward.store.paths import resolve_state_dir, state_dir_path
 

@@ -9,7 +9,7 @@ SecretRefs); then `ledger verify` on the target. The source is only read.
 from __future__ import annotations
 
 from mcpward.cli.copy_keys import KeyCopyError, copy_evidence_keys
-from mcpward.config import ConfigError, load_config
+from mcpward.config.loader import ConfigError, load_config
 from mcpward.contracts.store import PinStoreError
 from mcpward.evidence.ledger import verify_ledger
 from mcpward.evidence.settings import EvidencePaths

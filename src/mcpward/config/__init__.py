@@ -1,6 +1,3 @@
-"""The gateway's YAML configuration: pydantic models, loading, and located error messages."""
-
-from mcpward.config.loader import ConfigError, load_config, parse_config
-from mcpward.config.models import GatewayConfig
-
-__all__ = ["ConfigError", "GatewayConfig", "load_config", "parse_config"]
+"""The gateway's YAML configuration: pydantic models (`models`, and `upstreams` for the upstream
+entries alone), loading and located error messages (`loader`). Import the submodule you need:
+`mcpward run` reads an upstream's entry before it loads the rest."""

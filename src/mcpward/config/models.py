@@ -1,4 +1,8 @@
-"""Pydantic models of the configuration file. `mcpward config schema` prints their JSON Schema."""
+"""Pydantic models of the configuration file. `mcpward config schema` prints their JSON Schema.
+
+The upstream entries live in `config.upstreams` (re-exported here): `mcpward run -- CMD` reads
+one before it loads the rest, to start the server while the gateway sets itself up.
+"""
 
 from __future__ import annotations
 
@@ -6,8 +10,6 @@ from pathlib import Path
 from typing import Annotated, Literal
 
 from pydantic import (
-    BaseModel,
-    ConfigDict,
     Discriminator,
     Field,
     Tag,
@@ -15,90 +17,19 @@ from pydantic import (
 )
 
 from mcpward.config.http_front import HttpFront
+from mcpward.config.upstreams import (
+    DEFAULT_MAX_FRAME_BYTES,
+    HttpUpstream,
+    StdioUpstream,
+    Strict,
+)
 from mcpward.contracts.consult.settings import ConsultSettings
 from mcpward.egress.endpoint import endpoint_refusal
 from mcpward.egress.policy import EgressConfigError
 from mcpward.evidence.settings import EvidenceSettings
 from mcpward.pipeline.spec import GuardSpec, Mode
-from mcpward.secret_refs import SecretRef
 from mcpward.store.settings import KeysSettings, StoreSettings
 from mcpward.telemetry.settings import TelemetrySettings
-
-UPSTREAM_ID = r"^[A-Za-z0-9][A-Za-z0-9_-]{0,62}$"
-
-
-class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class RestartPolicy(Strict):
-    enabled: bool = True
-    initial_backoff_s: float = Field(default=0.5, gt=0, le=60)
-    max_backoff_s: float = Field(default=30.0, gt=0, le=3600)
-
-
-class ProcessPolicy(Strict):
-    """Who shares this upstream's processes, how many there may be, and how many wait warm
-    (docs/architecture.md, "Upstream processes")."""
-
-    sharing: Literal["session", "identity", "shared"] = Field(
-        default="session",
-        description="session: one process per client session (full isolation; the default); "
-        "identity: one per client identity, shared by its sessions; shared: one process for "
-        "every 2026-07-28 stateless client (handshake-era sessions then share per identity).",
-    )
-    max_processes: int = Field(
-        default=128, ge=1, le=10_000, description="Cap on this upstream's processes."
-    )
-    warm_spares: int = Field(
-        default=0,
-        ge=0,
-        le=64,
-        description="Started, answering processes kept ready for new sessions (HTTP front only). "
-        "Opt-in: a spare started before the server was upgraded serves the old version.",
-    )
-    idle_timeout_s: float = Field(
-        default=300.0,
-        gt=0,
-        le=86400,
-        description="A shared process with no session, or the spares of an upstream nobody has "
-        "used, are stopped after this long.",
-    )
-
-
-class StdioUpstream(Strict):
-    """An MCP server started as a subprocess speaking stdio."""
-
-    kind: Literal["stdio"] = "stdio"
-    id: str = Field(pattern=UPSTREAM_ID, description="Operator-given identity of this upstream.")
-    command: str = Field(min_length=1)
-    args: list[str] = Field(default_factory=list)
-    env: dict[str, str] = Field(default_factory=dict, description="Variables set for the child.")
-    pass_env: list[str] = Field(
-        default_factory=list,
-        description="Names of the gateway's environment variables passed through to the child. "
-        "Nothing else is inherited except a minimal PATH/HOME/LANG set.",
-    )
-    cwd: Path | None = None
-    restart: RestartPolicy = Field(default_factory=RestartPolicy)
-    processes: ProcessPolicy = Field(default_factory=ProcessPolicy)
-
-
-class HttpUpstream(Strict):
-    """An MCP server reached over Streamable HTTP."""
-
-    kind: Literal["http"] = "http"
-    id: str = Field(pattern=UPSTREAM_ID)
-    url: str = Field(pattern=r"^https?://", description="The server's MCP endpoint URL.")
-    headers: dict[str, SecretRef] = Field(
-        default_factory=dict, description="Headers sent upstream; values come from env or files."
-    )
-    allow_private: list[str] = Field(
-        default_factory=list,
-        description="Addresses or CIDR ranges this upstream may reach although they are private "
-        "(the egress filter blocks private, loopback and metadata addresses otherwise).",
-    )
-    restart: RestartPolicy = Field(default_factory=RestartPolicy)
 
 
 def _passes_egress(url: str, allow: list[str], fields: tuple[str, str], section: str) -> None:
@@ -142,7 +73,7 @@ class GatewaySettings(Strict):
         description="Prefix tool/prompt names with the upstream id: auto = only with 2+ upstreams.",
     )
     namespace_separator: str = Field(default="__", pattern=r"^[A-Za-z0-9_.-]{1,4}$")
-    max_frame_bytes: int = Field(default=4 * 1024 * 1024, ge=1024, le=256 * 1024 * 1024)
+    max_frame_bytes: int = Field(default=DEFAULT_MAX_FRAME_BYTES, ge=1024, le=256 * 1024 * 1024)
     request_timeout_s: float = Field(
         default=120.0, gt=0, le=3600, description="Deadline for an upstream's answer to a request."
     )

@@ -16,9 +16,9 @@ from typing import Any
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters
 
-from mcpward.config import load_config, parse_config
-from mcpward.config.loader import LoadedConfig
-from mcpward.config.models import GatewaySettings, HttpUpstream, RestartPolicy, StdioUpstream
+from mcpward.config.loader import LoadedConfig, load_config, parse_config
+from mcpward.config.models import GatewaySettings
+from mcpward.config.upstreams import HttpUpstream, RestartPolicy, StdioUpstream
 from mcpward.pipeline.context import Identity
 from mcpward.protocol.canonical import canonical_sha256
 from mcpward.upstreams.connectors import make_connection

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from mcpward.config.loader import LoadedConfig
-from mcpward.config.models import StdioUpstream
+from mcpward.config.upstreams import StdioUpstream
 from mcpward.evidence.record import NullRecorder, Recorder
 from mcpward.pipeline.context import Identity
 from mcpward.pipeline.executor import Pipeline

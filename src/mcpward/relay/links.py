@@ -15,7 +15,7 @@ from collections.abc import Awaitable, Callable
 from enum import Enum
 from typing import TYPE_CHECKING, Any, TypeGuard
 
-from mcpward.config.models import RestartPolicy
+from mcpward.config.upstreams import RestartPolicy
 from mcpward.protocol import errors, jsonrpc, methods
 from mcpward.protocol.errors import UpstreamFailure
 from mcpward.protocol.jsonrpc import FrameKind

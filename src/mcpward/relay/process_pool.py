@@ -15,7 +15,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from mcpward.config.models import GatewaySettings, StdioUpstream
+from mcpward.config.models import GatewaySettings
+from mcpward.config.upstreams import StdioUpstream
 from mcpward.protocol import jsonrpc, methods
 from mcpward.protocol.errors import UpstreamFailure
 from mcpward.relay.shared_process import SharedLease, SharedProcess

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from mcpward.config.models import GatewaySettings, HttpUpstream, StdioUpstream
+from mcpward.config.models import GatewaySettings
+from mcpward.config.upstreams import HttpUpstream, StdioUpstream
 from mcpward.upstreams.base import UpstreamConnection
 from mcpward.upstreams.stdio import StdioUpstreamConnection
 

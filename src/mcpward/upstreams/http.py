@@ -21,7 +21,7 @@ from mcp.shared.inbound import (
     x_mcp_header_map,
 )
 
-from mcpward.config.models import HttpUpstream
+from mcpward.config.upstreams import HttpUpstream
 from mcpward.egress.policy import EgressBlocked, EgressConfigError, EgressPolicy
 from mcpward.egress.session import egress_session
 from mcpward.protocol import errors, jsonrpc, methods

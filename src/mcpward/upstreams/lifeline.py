@@ -1,18 +1,18 @@
 """A tiny supervisor between the gateway and a stdio upstream: no orphan survives the gateway.
 
-Runs as `python -I lifeline.py FD -- COMMAND ARGS…` in its own process group. It starts COMMAND
+Runs as `python -I -S lifeline.py FD -- COMMAND ARGS…` in its own process group. It starts COMMAND
 (which inherits stdin/stdout/stderr) and waits; when the gateway dies, even by SIGKILL, the
 lifeline pipe FD reads EOF and the whole process group is terminated, then killed.
 On Linux it is also a child subreaper: a descendant that left the group (`setsid()`, a double
 fork) is re-parented to it instead of init, and is killed too, when the gateway goes and when
-the upstream exits. Standard library only: it runs before anything else is imported.
+the upstream exits. Standard library only, and little of it (no `site`, no `subprocess`): one
+runs beside every wrapped server, so its memory is counted once per server.
 """
 
-import contextlib  # already imported by subprocess: free
+import contextlib
 import os
 import select
 import signal
-import subprocess
 import sys
 import time
 
@@ -57,9 +57,32 @@ def own_children() -> list[int]:
     return found
 
 
+class Child:
+    """The upstream process: spawned with PATH lookup, the signals Python ignores (SIGPIPE,
+    SIGXFSZ) back to their defaults, and our stdin/stdout/stderr, as `subprocess.Popen` would."""
+
+    def __init__(self, argv: list[str]) -> None:
+        self.pid = os.posix_spawnp(
+            argv[0], argv, os.environ, setsigdef=(signal.SIGPIPE, signal.SIGXFSZ)
+        )
+        self.returncode: int | None = None
+
+    def poll(self) -> int | None:
+        """The exit code once the upstream has exited (collected once), else None."""
+        if self.returncode is None:
+            try:
+                pid, status = os.waitpid(self.pid, os.WNOHANG)
+            except ChildProcessError:  # collected elsewhere: it is gone
+                self.returncode = -signal.SIGKILL
+            else:
+                if pid == self.pid:
+                    self.returncode = os.waitstatus_to_exitcode(status)
+        return self.returncode
+
+
 def reap_orphans(child_pid: int) -> None:
     """Collect the exit status of re-parented descendants (never the upstream's own: that one
-    is the Popen's), so that exited orphans do not stay zombies under us."""
+    is the Child's), so that exited orphans do not stay zombies under us."""
     while True:
         try:
             # WNOWAIT: look first; the upstream's status must stay for child.poll()
@@ -79,7 +102,7 @@ def send_signal(pid: int, sig: int) -> None:
         os.kill(pid, sig)
 
 
-def kill_descendants(child: "subprocess.Popen[bytes]") -> None:
+def kill_descendants(child: Child) -> None:
     """SIGKILL every process whose parent is us, reap, repeat: the children of each one killed
     re-parent to us in turn, so the whole tree goes, whatever sessions it made."""
     deadline = time.monotonic() + SWEEP_S
@@ -91,14 +114,14 @@ def kill_descendants(child: "subprocess.Popen[bytes]") -> None:
             send_signal(pid, signal.SIGKILL)
         for pid in children:
             if pid == child.pid:
-                child.poll()  # the Popen keeps its own status
+                child.poll()  # the Child keeps its own status
                 continue
             with contextlib.suppress(ChildProcessError):
                 os.waitpid(pid, os.WNOHANG)
         time.sleep(0.01)
 
 
-def take_down(child: "subprocess.Popen[bytes]", subreaper: bool) -> None:
+def take_down(child: Child, subreaper: bool) -> None:
     """TERM the group and our re-parented descendants, a grace period, then KILL them all."""
     group = os.getpgrp()
     with contextlib.suppress(ProcessLookupError):
@@ -131,7 +154,7 @@ def main() -> int:
     signal.set_wakeup_fd(wake_w, warn_on_full_buffer=False)
     signal.signal(signal.SIGCHLD, lambda signum, frame: None)
     try:
-        child = subprocess.Popen(sys.argv[3:])
+        child = Child(sys.argv[3:])
     except OSError as exc:
         sys.stderr.write(f"mcpward: cannot start upstream {sys.argv[3]!r}: {exc.strerror}\n")
         return 127

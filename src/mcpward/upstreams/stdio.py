@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from mcpward.config.models import StdioUpstream
+from mcpward.config.upstreams import StdioUpstream
 from mcpward.protocol import jsonrpc
 from mcpward.protocol.canonical import canonical_sha256
 from mcpward.protocol.errors import UpstreamFailure
@@ -88,6 +88,7 @@ class StdioUpstreamConnection(UpstreamConnection):
             self._proc = await asyncio.create_subprocess_exec(
                 sys.executable,
                 "-I",
+                "-S",
                 str(LIFELINE),
                 str(read_fd),
                 "--",
