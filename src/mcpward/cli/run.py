@@ -10,14 +10,18 @@ import getpass
 import os
 import re
 import sys
+from collections.abc import Coroutine
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import typer
 
 from mcpward.cli.logs import configure_logging
-from mcpward.config.loader import ConfigError, LoadedConfig, load_config, parse_config
-from mcpward.pipeline.context import Identity
+
+if TYPE_CHECKING:
+    from mcpward.config.loader import LoadedConfig
+    from mcpward.pipeline.context import Identity
+    from mcpward.upstreams.stdio import StdioUpstreamConnection
 
 
 def quick_config(
@@ -54,6 +58,8 @@ def quick_config(
 
 def local_identity() -> Identity:
     """Over stdio the caller is the local user who started the gateway."""
+    from mcpward.pipeline.context import Identity
+
     try:
         user = getpass.getuser()
     except (KeyError, OSError):
@@ -61,12 +67,18 @@ def local_identity() -> Identity:
     return Identity(sub=user, client_id="stdio")
 
 
-async def run_gateway(loaded: LoadedConfig) -> None:
+async def run_gateway(
+    loaded: LoadedConfig, started: dict[str, StdioUpstreamConnection] | None = None
+) -> None:
+    """Serve until the front ends. `started`: upstream processes already running (the quick
+    form starts its server before the gateway loads); the first session takes them."""
     from mcpward.config.http_front import HttpFront
     from mcpward.relay.gateway import Gateway
 
     front = loaded.config.front
-    gateway = await Gateway.start(loaded, prestart=not isinstance(front, HttpFront))
+    gateway = await Gateway.start(
+        loaded, prestart=not isinstance(front, HttpFront), started=started
+    )
     try:
         if isinstance(front, HttpFront):
             from mcpward.fronts.http.server import serve_http
@@ -84,6 +96,41 @@ async def run_gateway(loaded: LoadedConfig) -> None:
             await serve_stdio(gateway, local_identity())
     finally:
         await gateway.close()
+
+
+async def run_quick_stdio(data: dict[str, Any], source: str) -> None:
+    """The quick stdio form: the server starts first, and boots while the configuration is
+    validated, the guards load and the stores open (a desktop client waits for all of it).
+
+    Only the upstream's own entry is validated before it starts; the quick form's guards are the
+    defaults, which never refuse an upstream before it starts (`Gateway.start` checks again)."""
+    from pydantic import ValidationError
+
+    from mcpward.config.upstreams import DEFAULT_MAX_FRAME_BYTES, StdioUpstream
+    from mcpward.upstreams.base import UpstreamUnavailable
+    from mcpward.upstreams.stdio import StdioUpstreamConnection
+
+    started: dict[str, StdioUpstreamConnection] = {}
+    try:
+        spec = StdioUpstream.model_validate(data["upstreams"][0])
+    except ValidationError:
+        pass  # the full validation below names the problem
+    else:
+        early = StdioUpstreamConnection(spec, DEFAULT_MAX_FRAME_BYTES)
+        try:
+            await early.start()
+            started[spec.id] = early
+        except UpstreamUnavailable:
+            pass  # started again for the first session, which reports the failure
+    from mcpward.config.loader import parse_config
+
+    try:
+        loaded = parse_config(data, source)
+    except BaseException:
+        for conn in started.values():
+            await conn.close()
+        raise
+    await run_gateway(loaded, started)  # the gateway takes them over (or stops them)
 
 
 def with_metrics(
@@ -112,6 +159,35 @@ def with_metrics(
         ) from None
     config = loaded.config.model_copy(update={"telemetry": telemetry})
     return dataclasses.replace(loaded, config=config)
+
+
+def _serve(main: Coroutine[Any, Any, None]) -> NoReturn:
+    """Run the gateway until its front ends; a refusal becomes one line and an exit status."""
+    import uvloop
+
+    try:
+        # uvloop roughly halves the per-frame cost of the event loop on the hot path.
+        uvloop.run(main)
+    except KeyboardInterrupt:
+        pass
+    except Exception as exc:
+        from mcpward.config.http_front import HttpFrontRefused
+        from mcpward.config.loader import ConfigError
+        from mcpward.fronts.metrics_posture import MetricsListenerRefused
+        from mcpward.fronts.stdio import StdioFrontFailed
+        from mcpward.relay.gateway import GatewayStartError
+
+        if isinstance(exc, ConfigError):
+            typer.echo(str(exc), err=True)
+            raise typer.Exit(2) from None
+        if isinstance(exc, GatewayStartError | HttpFrontRefused | MetricsListenerRefused):
+            raise _fail(str(exc)) from None
+        if isinstance(exc, StdioFrontFailed):
+            # Logged where it happened; the exit status says it was not a clean end of input.
+            typer.echo(f"mcpward run: stopped on an error: {exc}", err=True)
+            raise typer.Exit(1) from None
+        raise
+    sys.exit(0)
 
 
 def _fail(message: str) -> typer.Exit:
@@ -173,17 +249,6 @@ def register(app: typer.Typer) -> None:
         ),
     ) -> None:
         """Run the gateway: `mcpward run --config FILE` or `mcpward run -- COMMAND ARGS…`."""
-        import uvloop
-
-        from mcpward.config.http_front import HttpFrontRefused
-        from mcpward.fronts.metrics_posture import (
-            MetricsListenerRefused,
-            listen_address,
-            metrics_token,
-        )
-        from mcpward.fronts.stdio import StdioFrontFailed
-        from mcpward.relay.gateway import GatewayStartError
-
         if (config is None) == (not command):
             raise _fail("give either --config FILE or `-- COMMAND [ARGS…]` (not both)")
         if config is not None and (http or token_file or allow_non_loopback):
@@ -193,6 +258,23 @@ def register(app: typer.Typer) -> None:
             )
         if http is None and (token_file is not None or allow_non_loopback):
             raise _fail("--token-file and --allow-non-loopback need --http HOST:PORT")
+        if metrics is None and (metrics_allow_non_loopback or metrics_token_file is not None):
+            raise _fail(
+                "--metrics-allow-non-loopback and --metrics-token-file need --metrics HOST:PORT"
+            )
+        if config is None and http is None and metrics is None:
+            # The quick stdio form (what `mcpward wire` writes): its server starts first.
+            data = quick_config(list(command), upstream_id, pass_env, env, shadow)
+            configure_logging(log_level, log_file)
+            _serve(run_quick_stdio(data, "mcpward run -- " + " ".join(command)))
+        from mcpward.config.http_front import HttpFrontRefused
+        from mcpward.config.loader import ConfigError, load_config, parse_config
+        from mcpward.fronts.metrics_posture import (
+            MetricsListenerRefused,
+            listen_address,
+            metrics_token,
+        )
+
         try:
             if config is not None:
                 loaded = load_config(config)
@@ -209,10 +291,6 @@ def register(app: typer.Typer) -> None:
             raise typer.Exit(2) from None
         except HttpFrontRefused as exc:
             raise _fail(str(exc)) from None
-        if metrics is None and (metrics_allow_non_loopback or metrics_token_file is not None):
-            raise _fail(
-                "--metrics-allow-non-loopback and --metrics-token-file need --metrics HOST:PORT"
-            )
         try:
             if metrics is not None:
                 loaded = with_metrics(
@@ -227,15 +305,4 @@ def register(app: typer.Typer) -> None:
         configure_logging(
             log_level if log_level != "info" else settings.level, log_file or settings.file
         )
-        try:
-            # uvloop roughly halves the per-frame cost of the event loop on the hot path.
-            uvloop.run(run_gateway(loaded))
-        except (GatewayStartError, HttpFrontRefused, MetricsListenerRefused) as exc:
-            raise _fail(str(exc)) from None
-        except StdioFrontFailed as exc:
-            # Logged where it happened; the exit status says it was not a clean end of input.
-            typer.echo(f"mcpward run: stopped on an error: {exc}", err=True)
-            raise typer.Exit(1) from None
-        except KeyboardInterrupt:
-            pass
-        sys.exit(0)
+        _serve(run_gateway(loaded))

@@ -44,6 +44,7 @@ from mcpward.upstreams.connectors import make_connection
 
 if TYPE_CHECKING:
     from mcpward.telemetry.metrics import GatewayMetrics
+    from mcpward.upstreams.stdio import StdioUpstreamConnection
 
 log = logging.getLogger("mcpward.gateway")
 
@@ -130,13 +131,20 @@ class Gateway:
         recorder: Recorder | None = None,
         connections: Mapping[str, ConnectionFactory] | None = None,
         prestart: bool = False,
+        started: Mapping[str, StdioUpstreamConnection] | None = None,
     ) -> Gateway:
         """Assemble the gateway and attach every guard. Upstreams start with the first session;
         with `prestart` (a stdio front, one session), each stdio upstream's process starts now,
         so that the server boots while the stores open and the guards attach, unless a guard
-        could refuse an upstream before it starts (that decision comes first)."""
+        could refuse an upstream before it starts (that decision comes first). `started`:
+        processes already running for their upstream's entry (the quick form's), taken as those
+        first processes, or stopped here."""
         processes = pool_for(loaded, connections or {})
-        if prestart and not may_refuse_upstreams(loaded.guard_classes()):
+        may_start = prestart and not may_refuse_upstreams(loaded.guard_classes())
+        for conn in (started or {}).values():  # already running: the first session's, or gone
+            if not (may_start and processes.adopt(conn)):
+                await conn.close()
+        if may_start:
             processes.prestart()
         try:
             return await cls._assemble(loaded, recorder, connections, processes)

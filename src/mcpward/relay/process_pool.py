@@ -253,6 +253,24 @@ class ProcessPool:
         if self._reaper is None:
             self._reaper = asyncio.create_task(self._reap_forever())
 
+    def adopt(self, conn: StdioUpstreamConnection) -> bool:
+        """A process started before the gateway was assembled, for exactly this upstream's
+        entry, becomes the spare the first session takes. False: not taken (the caller stops
+        it): another entry, a shared upstream, one already started, or it already exited."""
+        ups = self._upstreams.get(conn.upstream_id)
+        if (
+            ups is None
+            or conn.spec != ups.spec
+            or ups.spec.processes.sharing != "session"
+            or ups.count
+            or not self._room(ups)
+            or not _running(conn)
+        ):
+            return False
+        self._reserve(ups)
+        ups.spares.append(conn)
+        return True
+
     def prestart(self) -> list[str]:
         """Start each dedicated upstream's first process now, unprobed, for the first session to
         take (a stdio front has one session): the server boots while the gateway opens its
