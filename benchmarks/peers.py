@@ -243,30 +243,36 @@ def _argv(pid: int) -> list[str]:
     return raw.decode(errors="replace").split("\0")[:-1]
 
 
-def gateway_cpu_seconds(pid: int, upstream: Sequence[str]) -> float:
-    """CPU time so far of a gateway's process tree rooted at `pid`, leaving out the upstream
-    server (a process whose argv is exactly `upstream`) and whatever it spawned.
+def gateway_pids(pid: int, upstream: Sequence[str]) -> list[int]:
+    """The processes of a gateway's tree rooted at `pid`, leaving out the upstream server (a
+    process whose argv is exactly `upstream`) and whatever it spawned; [] when the root is the
+    upstream itself (a direct path).
 
-    For a gateway that is one process (mcpward, mcpindex-proxy, mcp-firewall, mcp-proxy) this
-    is that process; for a chain (mcp-proxy -> mcp-firewall -> upstream) it is both gateways.
-    A direct path (the root is the upstream itself) is 0."""
+    For a gateway that is one process (mcpindex-proxy, mcp-firewall, mcp-proxy) this is that
+    process; mcpward adds its lifeline supervisor (the upstream's parent); a chain (mcp-proxy ->
+    mcp-firewall -> upstream) is both gateways."""
     upstream = list(upstream)
     if _argv(pid) == upstream:
-        return 0.0
+        return []
     children: dict[int, list[int]] = {}
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
             fields = _stat(int(entry.name))
             if fields is not None:
                 children.setdefault(int(fields[1]), []).append(int(entry.name))
-    total, todo = 0.0, [pid]
+    found, todo = [], [pid]
     while todo:
         current = todo.pop()
         if current != pid and _argv(current) == upstream:
             continue
-        total += cpu_seconds(current)
+        found.append(current)
         todo += children.get(current, [])
-    return total
+    return found
+
+
+def gateway_cpu_seconds(pid: int, upstream: Sequence[str]) -> float:
+    """CPU time so far of a gateway's processes (`gateway_pids`); 0 for a direct path."""
+    return sum((cpu_seconds(p) for p in gateway_pids(pid, upstream)), 0.0)
 
 
 def spread(values: Sequence[float], fmt: str = ".0f") -> str:
