@@ -218,7 +218,7 @@ class HttpUpstreamConnection(UpstreamConnection):
             request_id = message["id"]
             task = asyncio.create_task(self._post_request(client, message, data))
             self._posts[request_id] = task
-            self._post_modern[request_id] = _is_modern(message) is not None
+            self._post_modern[request_id] = self._modern(message) is not None
             self._track(task)
             task.add_done_callback(functools.partial(self._forget, request_id))
             return
@@ -250,12 +250,19 @@ class HttpUpstreamConnection(UpstreamConnection):
         method = message.get("method") if message is not None else None
         if self._session_id is not None and method != methods.INITIALIZE:
             headers["Mcp-Session-Id"] = self._session_id
-        modern = _is_modern(message) if message is not None else None
+        modern = self._modern(message) if message is not None else None
         if modern is not None:
             headers["MCP-Protocol-Version"] = modern
         elif self._protocol_version is not None and method != methods.INITIALIZE:
             headers["MCP-Protocol-Version"] = self._protocol_version
         return headers
+
+    def _modern(self, message: Mapping[str, Any]) -> str | None:
+        """The 2026-07-28 version a message is sent under; None on a connection opened with
+        `initialize` (a bridged one): it stays in the era it negotiated, whatever `_meta` says."""
+        if self._protocol_version is not None:
+            return None
+        return _is_modern(message)
 
     def _request_headers(self, message: Mapping[str, Any]) -> dict[str, str]:
         headers = self._base_headers(message)
@@ -264,7 +271,7 @@ class HttpUpstreamConnection(UpstreamConnection):
         if traceparent is not None:
             headers["traceparent"] = traceparent
         method = str(message.get("method"))
-        if _is_modern(message) is not None:
+        if self._modern(message) is not None:
             # Regenerated from the body we forward, never copied from the client's request.
             headers["Mcp-Method"] = method
             params = message.get("params") or {}
