@@ -18,7 +18,7 @@ from mcpward.evidence.record import DecisionRecord
 from mcpward.pipeline.context import Identity
 from mcpward.pipeline.services import UpstreamSnapshot
 from mcpward.protocol import errors, jsonrpc, methods
-from mcpward.protocol.eras import META_SUBSCRIPTION_ID, Era, message_era
+from mcpward.protocol.eras import META_SUBSCRIPTION_ID, Era, message_era, modern_fields
 from mcpward.protocol.jsonrpc import Frame, FrameKind, Message, RequestId
 from mcpward.relay import replies
 from mcpward.relay.eras import EraOpener
@@ -189,8 +189,8 @@ class Session:
                 reply = replies.internal(request_id, method)
             if reply is not None:
                 result = reply.get("result")
-                if isinstance(result, dict) and "resultType" not in result and _is_modern(message):
-                    result["resultType"] = "complete"  # e.g. from a bridged handshake-only upstream
+                if isinstance(result, dict) and _is_modern(message):
+                    modern_fields(method, result)  # e.g. from a bridged handshake-only upstream
                 await self._send(reply, request_id)
         except asyncio.CancelledError:
             pass  # the client cancelled: no answer is sent (the upstream was told)
