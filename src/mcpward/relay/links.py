@@ -39,6 +39,18 @@ DEFAULT_SEND_QUEUE_BYTES = 8 * 1024 * 1024
 CLOSE_FLUSH_S = 0.5  # at close, how long what is queued (a cancellation, say) may take to leave
 
 
+class CancelReason(str):
+    """The client's `reason` for cancelling a request: the message a request task is cancelled
+    with, so the cancellation sent upstream carries it (any other cancellation has none)."""
+
+
+def _cancel_params(request_id: int, exc: asyncio.CancelledError) -> dict[str, Any]:
+    params: dict[str, Any] = {"requestId": request_id}
+    if exc.args and isinstance(exc.args[0], CancelReason):
+        params["reason"] = str(exc.args[0])
+    return params
+
+
 class LinkState(Enum):
     DOWN = "down"
     STARTING = "starting"
@@ -412,11 +424,13 @@ class UpstreamLink:
                 )
             )
             raise UpstreamError(self.id, UpstreamFailure.TIMEOUT) from None
-        except asyncio.CancelledError:
+        except asyncio.CancelledError as exc:
             if future.done() and not future.cancelled():
                 future.exception()  # retrieved: a deadline that fired as we were cancelled
             if self._pending.pop(request_id, None) is not None and self.state is LinkState.UP:
-                self._enqueue(jsonrpc.notification(methods.CANCELLED, {"requestId": request_id}))
+                self._enqueue(
+                    jsonrpc.notification(methods.CANCELLED, _cancel_params(request_id, exc))
+                )
             raise
         finally:
             if deadline is not None:

@@ -23,7 +23,7 @@ from mcpward.protocol.jsonrpc import Frame, FrameKind, Message, RequestId
 from mcpward.relay import replies
 from mcpward.relay.eras import EraOpener
 from mcpward.relay.judged import JudgedCalls
-from mcpward.relay.links import UpstreamLink
+from mcpward.relay.links import CancelReason, UpstreamLink
 from mcpward.relay.lists import LIST_KINDS, ListRelay
 from mcpward.relay.live_contracts import ConnectionContracts
 from mcpward.relay.outbound import judge_error, judge_message
@@ -209,7 +209,8 @@ class Session:
         elif method == methods.CANCELLED:
             task = self._inflight.get(params.get("requestId"))  # type: ignore[arg-type]
             if task is not None:
-                task.cancel()
+                reason = params.get("reason")
+                task.cancel(CancelReason(reason) if isinstance(reason, str) else None)
         elif method == methods.PROGRESS:
             owner = self.server_requests.progress_link(params.get("progressToken"))
             if owner is not None:
