@@ -84,6 +84,35 @@ def _is_modern(message: Mapping[str, Any]) -> str | None:
     return None
 
 
+# How a handshake-only server over HTTP refuses a 2026-07-28 request it cannot place.
+HANDSHAKE_ONLY_STATUSES = (400, 404, 405)
+MODERN_ERROR_CODES = frozenset(
+    {
+        errors.HEADER_MISMATCH,
+        errors.MISSING_CLIENT_CAPABILITY,
+        errors.UNSUPPORTED_PROTOCOL_VERSION,
+        errors.INVALID_PARAMS,
+    }
+)
+
+
+def _discover_refused(answer: dict[str, Any], status: int) -> dict[str, Any]:
+    """A server/discover refused at the HTTP level with an error that is not one of 2026-07-28:
+    the server speaks the handshake era only. The client gets what such a server answers over
+    stdio, -32601, so the refusal is one answer whatever the upstream's transport."""
+    error = answer.get("error")
+    if not isinstance(error, dict) or error.get("code") in MODERN_ERROR_CODES:
+        return answer
+    return {
+        **answer,
+        "error": {
+            "code": errors.METHOD_NOT_FOUND,
+            "message": "Method not found: server/discover",
+            "data": {"upstream_status": status, "upstream_code": error.get("code")},
+        },
+    }
+
+
 class HttpUpstreamConnection(UpstreamConnection):
     """One logical connection to a Streamable HTTP server: a session (handshake era) or a
     sequence of self-contained POSTs (2026-07-28). Every request is its own POST; messages from
@@ -398,6 +427,8 @@ class HttpUpstreamConnection(UpstreamConnection):
             if isinstance(parsed, dict) and ("result" in parsed or "error" in parsed):
                 if parsed.get("id") is None and "error" in parsed:
                     parsed = {**parsed, "id": request_id}  # an HTTP-level rejection of our request
+                if method == methods.DISCOVER and status in HANDSHAKE_ONLY_STATUSES:
+                    parsed = _discover_refused(parsed, status)
                 self._deliver(parsed, method, request_id, len(body))
                 return None, 0.0
         self._queue(
