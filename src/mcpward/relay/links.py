@@ -120,6 +120,13 @@ class UpstreamLink:
         self.initialized_sent = False
         self.modern_committed = False  # a dual-era server refuses initialize after server/discover
         self.prepare_lock = asyncio.Lock()
+        # Set by the session once a read of this upstream's lists succeeded (on any connection):
+        # before that, its coming and going changes no list the client was shown.
+        self.served_lists = False
+        # Restart backoff: it grows across restarts while no connection answers anything (a
+        # server that dies at start), and starts over once one has answered.
+        self._answered = False
+        self._next_delay_s: float | None = None
         self.last_failure = UpstreamFailure.NOT_CONNECTED
         # Bumped by every new connection (first start, restart, reconnect): what was read on an
         # earlier connection says nothing about what this one serves.
@@ -185,6 +192,7 @@ class UpstreamLink:
             self.last_failure = reason
             raise UpstreamError(self.id, reason, str(exc)) from None
         self.generation += 1
+        self._answered = False
         self.state = LinkState.UP
         if self._metrics is not None:
             self._metrics.link_up(self.id)
@@ -249,6 +257,7 @@ class UpstreamLink:
             if future is None:
                 log.debug("upstream %s answered a request not in flight; dropped", self.id)
             elif not future.done():
+                self._answered = True
                 future.set_result(without_gateway_codes(message))
             return False
         if frame is None or problem is not None:
@@ -333,6 +342,10 @@ class UpstreamLink:
         self._fail_pending(reason, detail)
         with contextlib.suppress(Exception):
             await self._on_state(self)
+        if self._answered or self._next_delay_s is None:
+            self._next_delay_s = self.restart.initial_backoff_s
+        else:  # it died again without answering anything: wait longer before the next try
+            self._next_delay_s = min(self._next_delay_s * 2, self.restart.max_backoff_s)
         if self.restart.enabled and self._restarter is None:
             self._restarter = asyncio.create_task(self._restart_loop())
 
@@ -343,9 +356,10 @@ class UpstreamLink:
                 future.set_exception(UpstreamError(self.id, reason, detail))
 
     async def _restart_loop(self) -> None:
-        delay = self.restart.initial_backoff_s
+        delay = self._next_delay_s or self.restart.initial_backoff_s
         try:
             while self.state is not LinkState.CLOSED:
+                log.info("upstream %s: restart in %.2f s", self.id, delay)
                 await asyncio.sleep(delay)
                 if self.state is LinkState.CLOSED:
                     return
@@ -359,7 +373,7 @@ class UpstreamLink:
                         await self.connection.close()
                         self._no_longer_up(None)
                         self.state = LinkState.DOWN
-                    delay = min(delay * 2, self.restart.max_backoff_s)
+                    delay = self._next_delay_s = min(delay * 2, self.restart.max_backoff_s)
                     continue
                 log.info("upstream %s is back", self.id)
                 if self._metrics is not None:

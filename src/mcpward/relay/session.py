@@ -96,6 +96,7 @@ class Session:
         self.server_requests = ServerRequests()
         self._background: set[asyncio.Task[Any]] = set()
         self._closed = False
+        self._told_failed: set[str] = set()  # upstreams the client was told failed at start
         self._opening: asyncio.Task[None] | None = None  # the client's initialize, while running
         self._handlers: dict[str, Callable[[Message], Awaitable[Message | None]]] = {
             methods.INITIALIZE: self.eras.initialize,
@@ -325,6 +326,12 @@ class Session:
             self.server_requests.forget_link(link)  # a new process will not know those ids
         if link.up:
             await self.contracts_of(link).current()  # a new connection: read what it serves
+        if not link.served_lists:
+            # Never served a list: the client was shown nothing of it, so nothing changed for
+            # it. Say once what failed instead of announcing every restart.
+            if not link.up:
+                await self._tell_failed_once(link)
+            return
         if self.state.era is not None:
             for kind in ("tools", "prompts", "resources"):
                 caps = (link.init_result or {}).get("capabilities") or {}
@@ -332,6 +339,25 @@ class Session:
                     await self._send(
                         jsonrpc.notification(f"notifications/{kind}/list_changed"), None
                     )
+
+    async def _tell_failed_once(self, link: UpstreamLink) -> None:
+        """One log message to a handshake-era client: this upstream failed before serving."""
+        if self.state.era is not Era.HANDSHAKE or link.id in self._told_failed:
+            return
+        self._told_failed.add(link.id)
+        reason = link.last_failure.value
+        data = {
+            "upstream": link.id,
+            "reason": reason,
+            "message": f"upstream {link.id!r} failed before serving anything ({reason}); "
+            "mcpward restarts it with a growing backoff",
+        }
+        await self._send(
+            jsonrpc.notification(
+                "notifications/message", {"level": "error", "logger": "mcpward", "data": data}
+            ),
+            None,
+        )
 
     def _request_done(self, request_id: RequestId, task: asyncio.Task[None]) -> None:
         if self._inflight.get(request_id) is task:
