@@ -120,9 +120,9 @@ class UpstreamLink:
         self.initialized_sent = False
         self.modern_committed = False  # a dual-era server refuses initialize after server/discover
         self.prepare_lock = asyncio.Lock()
-        # Set by the session once a read of this upstream's lists succeeded (on any connection):
-        # before that, its coming and going changes no list the client was shown.
-        self.served_lists = False
+        # Set once any connection of this link answered a request: before that (a server that
+        # dies at start) its coming and going changes nothing the client could have been shown.
+        self.ever_answered = False
         # Restart backoff: it grows across restarts while no connection answers anything (a
         # server that dies at start), and starts over once one has answered.
         self._answered = False
@@ -257,7 +257,7 @@ class UpstreamLink:
             if future is None:
                 log.debug("upstream %s answered a request not in flight; dropped", self.id)
             elif not future.done():
-                self._answered = True
+                self._answered = self.ever_answered = True
                 future.set_result(without_gateway_codes(message))
             return False
         if frame is None or problem is not None:

@@ -275,7 +275,6 @@ class ListRelay:
                     return None
                 continue
             setattr(snap, kind.snapshot_field, items)
-        link.served_lists = True
         return snap
 
     async def _read_all(

@@ -326,9 +326,9 @@ class Session:
             self.server_requests.forget_link(link)  # a new process will not know those ids
         if link.up:
             await self.contracts_of(link).current()  # a new connection: read what it serves
-        if not link.served_lists:
-            # Never served a list: the client was shown nothing of it, so nothing changed for
-            # it. Say once what failed instead of announcing every restart.
+        if not link.ever_answered:
+            # Never answered anything (it dies at start): the client was shown nothing of it, so
+            # nothing changed for it. Say once what failed instead of announcing every restart.
             if not link.up:
                 await self._tell_failed_once(link)
             return
