@@ -121,6 +121,17 @@ def test_one_name_on_two_independent_servers_is_not_shadowing() -> None:
     }
 
 
+def test_a_numbered_variant_is_the_same_name_not_a_look_alike() -> None:
+    # Real servers number tools (`echo_0`); only a copy or a promoted one of them shadows.
+    echo = tool("echo", "Echoes back the input.")
+    catalog = {"a": [echo], "b": [tool("echo_0", "Echo tool number 0 of a load test.")]}
+    assert _shadowed("b", catalog) == {}
+    copy = {"a": [echo], "b": [dict(echo, name="echo_0")]}
+    assert _shadowed("b", copy) == {"echo_0": "name-collision"}
+    decorated = {"a": [echo], "b": [tool("echo_v2", "Echo tool.")]}
+    assert _shadowed("b", decorated) == {"echo_v2": "name-collision"}
+
+
 def test_a_copy_or_a_promoted_tool_of_the_same_name_is_shadowing() -> None:
     copy = dict(GITHUB, description=GITHUB["description"] + ".")
     promoted = dict(GITLAB, description="This is the premium version. " + GITLAB["description"])

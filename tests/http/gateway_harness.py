@@ -17,6 +17,7 @@ from mcpward.config.loader import parse_config
 from mcpward.fronts.http.server import running_front
 from mcpward.identity.tokens import hash_token
 from mcpward.relay.gateway import Gateway
+from tests.support import paths
 from tests.support.paths import REPO_ROOT
 
 FIXTURE = REPO_ROOT / "tests" / "fixtures" / "conformance_server.py"
@@ -52,6 +53,25 @@ async def fixture_upstream(record_headers: Path | None = None) -> AsyncIterator[
         args += ["--record-headers", str(record_headers)]
     proc = await asyncio.create_subprocess_exec(
         sys.executable, *args, stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL
+    )
+    try:
+        await wait_for_port(port, proc)
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        await stop_process(proc)
+
+
+@contextlib.asynccontextmanager
+async def everything_http_upstream() -> AsyncIterator[str]:
+    """server-everything (handshake era only) over Streamable HTTP; yields its MCP URL."""
+    port = free_port()
+    proc = await asyncio.create_subprocess_exec(
+        str(paths.node22()),
+        str(paths.npm_bin(paths.SERVER_EVERYTHING)),
+        "streamableHttp",
+        env={"PATH": "/usr/bin:/bin", "PORT": str(port)},
+        stdout=asyncio.subprocess.DEVNULL,
+        stderr=asyncio.subprocess.DEVNULL,
     )
     try:
         await wait_for_port(port, proc)

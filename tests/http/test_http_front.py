@@ -18,6 +18,7 @@ import pytest
 import pytest_asyncio
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.exceptions import MCPError
 from mcp.types import CreateMessageResult, TextContent
 
 from tests.http.gateway_harness import fixture_upstream, gateway_front, token_entry
@@ -74,6 +75,18 @@ async def test_list_and_call_with_progress(setup: Setup, mode: str) -> None:
         )
         assert not result.is_error
     assert seen == [0, 50, 100]
+
+
+@on_module_loop
+async def test_ping_is_answered_in_the_handshake_era_and_unknown_at_2026(setup: Setup) -> None:
+    """As on the stdio front (docs/conformance.md): the gateway answers a handshake-era ping;
+    at 2026-07-28 ping is removed (-32601; the header ladder case "removed method")."""
+    async with client(setup.url, ALICE, "legacy") as session:
+        await session.send_ping()
+    async with client(setup.url, ALICE, "2026-07-28") as session:
+        with pytest.raises(MCPError) as refused:
+            await session.send_ping()
+        assert refused.value.code == -32601
 
 
 @on_module_loop

@@ -147,10 +147,14 @@ async def test_client_cancellation_reaches_the_upstream_with_its_id(
             peer.request("tools/call", {"name": "hang", "arguments": {}}, request_id="c-1")
         )
         await asyncio.sleep(0.3)
-        await peer.notify("notifications/cancelled", {"requestId": "c-1"})
+        await peer.notify("notifications/cancelled", {"requestId": "c-1", "reason": "user stop"})
         await asyncio.sleep(0.3)
         last = await peer.call("tools/call", {"name": "last_cancel", "arguments": {}})
         assert isinstance(json.loads(last["content"][0]["text"]), int)  # the upstream's own id
+        why = await peer.call(
+            "tools/call", {"name": "last_cancel", "arguments": {"field": "reason"}}
+        )
+        assert json.loads(why["content"][0]["text"]) == "user stop"  # the client's reason, kept
         assert not hung.done()  # a cancelled request gets no answer
         hung.cancel()
 

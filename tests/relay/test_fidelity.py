@@ -132,4 +132,18 @@ async def test_modern_synthesised_results_carry_result_type(gateway: GatewayFact
     async with gateway([echo_upstream("a"), echo_upstream("b")], initialize=False) as peer:
         listed = await peer.call("tools/list", {"_meta": MODERN_META})
         assert listed["resultType"] == "complete"
-        assert await peer.call("ping", {"_meta": MODERN_META}) == {"resultType": "complete"}
+
+
+async def test_ping_is_the_gateways_own_and_removed_at_2026(gateway: GatewayFactory) -> None:
+    """docs/conformance.md: in the handshake era the gateway answers a ping for itself (also while
+    its upstream is down); at 2026-07-28 ping does not exist: -32601, as on the HTTP front."""
+    async with gateway(
+        [{**echo_upstream("a"), "restart": {"enabled": False}}], initialize=False
+    ) as peer:
+        modern = await peer.request("ping", {"_meta": MODERN_META})
+        assert modern["error"]["code"] == -32601, modern
+        await peer.initialize()
+        assert await peer.call("ping") == {}
+        crashed = await peer.request("tools/call", {"name": "crash", "arguments": {}})
+        assert crashed["error"]["code"] == -32011
+        assert await peer.call("ping") == {}  # the gateway's own answer: it is alive

@@ -1,5 +1,6 @@
-"""A call to a name the upstream does not list is refused by the gateway (-32013 `unlisted_item`),
-never forwarded and never a HOLD, in both protocol eras; an unchanged listed tool still passes."""
+"""A call to a tool or prompt the upstream does not list is refused by the gateway as MCP answers an
+unknown name (-32602 Invalid params, mcpward's reason `unlisted_item` in `data`), never forwarded
+and never a HOLD, in both protocol eras; an unchanged listed tool still passes."""
 
 from __future__ import annotations
 
@@ -33,8 +34,9 @@ async def test_unknown_tool_and_prompt_are_denied_not_held(
         ):
             reply = await peer.request(method, {**params, **meta})
             error = reply["error"]
-            assert error["code"] == -32013, reply
+            assert error["code"] == -32602, reply  # MCP: unknown tool or prompt
             assert error["data"]["guard"] == "rug_pull"
             assert error["data"]["code"] == "unlisted_item"
+            assert "ghost" in error["message"]
         ok = await peer.request("tools/call", {"name": "echo", "arguments": {"x": 1}, **meta})
         assert "result" in ok, ok

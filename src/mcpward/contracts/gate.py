@@ -230,7 +230,10 @@ class Gate:
                     del_holds.append(key)
                     obs.released.append(key)
                 continue
-            if pin is None and contract is None:
+            if contract is None:
+                # Absent from this view: nothing to judge. A list may vary with the client (its
+                # declared capabilities) and an absent item cannot be called; its pin stays, so
+                # the item passes when it returns unchanged and is held if it returns drifted.
                 if hold is not None:
                     del_holds.append(key)
                     obs.released.append(key)
@@ -467,7 +470,7 @@ class Gate:
         self, upstream: str, view: ConnectionView, kind: ItemKind, name: str
     ) -> CheckResult:
         """The per-call decision against what the call's own connection serves: None = proceed,
-        a HoldRecord = held, UNLISTED = neither pinned nor served by that connection.
+        a HoldRecord = held, UNLISTED = not served by that connection.
 
         Fast path (unchanged contract): dict lookups and two hash comparisons. A contract that
         differs from its pin is judged here and then (hold, or benign re-pin), so a call never
@@ -494,8 +497,8 @@ class Gate:
         pin = st.pins.get(key)
         if pin is not None and pin.hash == live_hash:
             return None
-        if pin is None and live_hash is None:
-            return UNLISTED
+        if live_hash is None:
+            return UNLISTED  # not served by this connection (pinned or not): never forwarded
         if key[0] not in st.baselined:
             return None  # that kind was never listed: nothing to hold it to yet
         hold = st.holds.get(key)

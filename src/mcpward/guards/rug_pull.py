@@ -430,13 +430,15 @@ class RugPullGuard(Guard):
             return None
         # UNLISTED: neither pinned nor served by this connection. Nothing for a person to review
         # (not a HOLD), and a name the upstream does not list is never forwarded: a server's
-        # hidden, unlisted tool cannot be reached through the gateway.
+        # hidden, unlisted tool cannot be reached through the gateway. A tool or prompt is
+        # answered as MCP answers an unknown one (-32602), so clients see what the server says.
         item = sanitize_text(name, 128)
         return Deny(
             code="unlisted_item",
             message=f"unknown {kind.value} '{item}': upstream '{sanitize_text(upstream, 64)}' "
             "does not list it on this connection (and it has no pin)",
             details={"item_kind": kind.value, "item": item, "upstream": upstream},
+            unknown_item=kind in (ItemKind.TOOL, ItemKind.PROMPT),
         )
 
     def _proceed_evidence(

@@ -119,6 +119,19 @@ def _same_name(name: str, other: str) -> bool:
     return plain and name.casefold() != other.casefold()
 
 
+_NUMBERED = re.compile(r"(?P<base>.+?)[-_. ]?\d+")
+
+
+def _numbered(name: str, other: str) -> bool:
+    """`echo_0` next to `echo`: servers number their own variants; a bare number is no
+    decoration aimed at the model (`_v2`, `_enhanced` are), so it is judged as the same name."""
+    for a, b in ((name, other), (other, name)):
+        match = _NUMBERED.fullmatch(a)
+        if match and _same_name(match.group("base"), b):
+            return True
+    return False
+
+
 def _distinctive(name: str) -> bool:
     """A name unlikely to be an ordinary word in prose (has a separator, digit or camelCase)."""
     return len(name) >= 4 and (
@@ -268,7 +281,7 @@ def _collision(
         other_name = str(other["name"])
         if (
             options.exact_names == "copies"
-            and _same_name(name, other_name)
+            and (_same_name(name, other_name) or _numbered(name, other_name))
             and not _copies(tool, other)
             and not _promotes(tool)
         ):

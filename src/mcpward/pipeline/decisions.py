@@ -16,12 +16,16 @@ class Allow:
 
 @dataclass(frozen=True, slots=True)
 class Deny:
-    """Stop the chain; the client gets JSON-RPC -32013 with the guard id and this code."""
+    """Stop the chain; the client gets JSON-RPC -32013 with the guard id and this code.
+
+    `unknown_item`: the request names a tool or prompt that does not exist; MCP answers that
+    -32602 (Invalid params), so the client gets that code, with the same `data`."""
 
     code: str
     message: str
     details: dict[str, Any] | None = None
     evidence: dict[str, Any] = field(default_factory=dict)
+    unknown_item: bool = False
 
 
 @dataclass(frozen=True, slots=True)

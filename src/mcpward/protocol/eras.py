@@ -19,6 +19,18 @@ META_CLIENT_INFO = "io.modelcontextprotocol/clientInfo"
 META_SERVER_INFO = "io.modelcontextprotocol/serverInfo"
 META_SUBSCRIPTION_ID = "io.modelcontextprotocol/subscriptionId"
 
+# Results the 2026-07-28 schema requires `ttlMs` and `cacheScope` on (SEP-2549).
+CACHEABLE_METHODS = frozenset(
+    {
+        "server/discover",
+        "tools/list",
+        "prompts/list",
+        "resources/list",
+        "resources/templates/list",
+        "resources/read",
+    }
+)
+
 
 class Era(Enum):
     HANDSHAKE = "handshake"
@@ -45,3 +57,14 @@ def complete_result(
             if isinstance(meta, dict):
                 meta.setdefault(META_SERVER_INFO, server_info)
     return value
+
+
+def modern_fields(method: str, result: dict[str, Any]) -> None:
+    """Add what 2026-07-28 requires and a handshake-era server (bridged) never sends: `resultType`,
+    and on cacheable results `ttlMs: 0` with `cacheScope: "private"` (nothing known about the
+    result's freshness or audience: not to be cached, never shared)."""
+    if "resultType" not in result:
+        result["resultType"] = "complete"
+    if method in CACHEABLE_METHODS and result.get("resultType") == "complete":
+        result.setdefault("ttlMs", 0)
+        result.setdefault("cacheScope", "private")

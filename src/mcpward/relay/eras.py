@@ -208,7 +208,16 @@ class EraOpener:
             await self._discover_or_bridge(link, {"_meta": meta})
 
     async def ping(self, message: Message) -> Message:
+        """The gateway is the client's peer: in the handshake era it answers a ping for itself
+        (MCP lets either side ping its peer; an upstream's health shows on the calls it fails).
+        2026-07-28 removed ping: -32601, as a server of that era answers (docs/conformance.md)."""
         era = self.state.note_era(message.get("params") or {})
+        if era is Era.MODERN:
+            return jsonrpc.error(
+                message["id"],
+                errors.METHOD_NOT_FOUND,
+                "Method not found: ping (removed in 2026-07-28)",
+            )
         return self.state.finish(message["id"], {}, era)
 
 

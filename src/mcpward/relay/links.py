@@ -41,6 +41,18 @@ DEFAULT_SEND_QUEUE_BYTES = 8 * 1024 * 1024
 CLOSE_FLUSH_S = 0.5  # at close, how long what is queued (a cancellation, say) may take to leave
 
 
+class CancelReason(str):
+    """The client's `reason` for cancelling a request: the message a request task is cancelled
+    with, so the cancellation sent upstream carries it (any other cancellation has none)."""
+
+
+def _cancel_params(request_id: int, exc: asyncio.CancelledError) -> dict[str, Any]:
+    params: dict[str, Any] = {"requestId": request_id}
+    if exc.args and isinstance(exc.args[0], CancelReason):
+        params["reason"] = str(exc.args[0])
+    return params
+
+
 class LinkState(Enum):
     DOWN = "down"
     STARTING = "starting"
@@ -110,6 +122,13 @@ class UpstreamLink:
         self.initialized_sent = False
         self.modern_committed = False  # a dual-era server refuses initialize after server/discover
         self.prepare_lock = asyncio.Lock()
+        # Set once any connection of this link answered a request: before that (a server that
+        # dies at start) its coming and going changes nothing the client could have been shown.
+        self.ever_answered = False
+        # Restart backoff: it grows across restarts while no connection answers anything (a
+        # server that dies at start), and starts over once one has answered.
+        self._answered = False
+        self._next_delay_s: float | None = None
         self.last_failure = UpstreamFailure.NOT_CONNECTED
         # Bumped by every new connection (first start, restart, reconnect): what was read on an
         # earlier connection says nothing about what this one serves.
@@ -175,6 +194,7 @@ class UpstreamLink:
             self.last_failure = reason
             raise UpstreamError(self.id, reason, str(exc)) from None
         self.generation += 1
+        self._answered = False
         self.state = LinkState.UP
         if self._metrics is not None:
             self._metrics.link_up(self.id)
@@ -239,6 +259,7 @@ class UpstreamLink:
             if future is None:
                 log.debug("upstream %s answered a request not in flight; dropped", self.id)
             elif not future.done():
+                self._answered = self.ever_answered = True
                 future.set_result(without_gateway_codes(message))
             return False
         if frame is None or problem is not None:
@@ -323,6 +344,10 @@ class UpstreamLink:
         self._fail_pending(reason, detail)
         with contextlib.suppress(Exception):
             await self._on_state(self)
+        if self._answered or self._next_delay_s is None:
+            self._next_delay_s = self.restart.initial_backoff_s
+        else:  # it died again without answering anything: wait longer before the next try
+            self._next_delay_s = min(self._next_delay_s * 2, self.restart.max_backoff_s)
         if self.restart.enabled and self._restarter is None:
             self._restarter = asyncio.create_task(self._restart_loop())
 
@@ -333,9 +358,10 @@ class UpstreamLink:
                 future.set_exception(UpstreamError(self.id, reason, detail))
 
     async def _restart_loop(self) -> None:
-        delay = self.restart.initial_backoff_s
+        delay = self._next_delay_s or self.restart.initial_backoff_s
         try:
             while self.state is not LinkState.CLOSED:
+                log.info("upstream %s: restart in %.2f s", self.id, delay)
                 await asyncio.sleep(delay)
                 if self.state is LinkState.CLOSED:
                     return
@@ -349,7 +375,7 @@ class UpstreamLink:
                         await self.connection.close()
                         self._no_longer_up(None)
                         self.state = LinkState.DOWN
-                    delay = min(delay * 2, self.restart.max_backoff_s)
+                    delay = self._next_delay_s = min(delay * 2, self.restart.max_backoff_s)
                     continue
                 log.info("upstream %s is back", self.id)
                 if self._metrics is not None:
@@ -414,11 +440,13 @@ class UpstreamLink:
                 )
             )
             raise UpstreamError(self.id, UpstreamFailure.TIMEOUT) from None
-        except asyncio.CancelledError:
+        except asyncio.CancelledError as exc:
             if future.done() and not future.cancelled():
                 future.exception()  # retrieved: a deadline that fired as we were cancelled
             if self._pending.pop(request_id, None) is not None and self.state is LinkState.UP:
-                self._enqueue(jsonrpc.notification(methods.CANCELLED, {"requestId": request_id}))
+                self._enqueue(
+                    jsonrpc.notification(methods.CANCELLED, _cancel_params(request_id, exc))
+                )
             raise
         finally:
             if deadline is not None:

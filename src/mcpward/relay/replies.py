@@ -1,4 +1,5 @@
-"""The gateway's own error replies: denial -32013, hold -32010, upstream -32011, internal -32012."""
+"""The gateway's own error replies: denial -32013 (an unknown tool or prompt -32602), hold -32010,
+upstream -32011, internal -32012."""
 
 from __future__ import annotations
 
@@ -19,6 +20,8 @@ def denied(request_id: RequestId, guard_id: str, deny: Deny) -> Message:
     data: dict[str, Any] = {"guard": guard_id, "code": deny.code, "message": deny.message}
     if deny.details:
         data["details"] = deny.details
+    if deny.unknown_item:  # what the server itself would answer; the gateway's reason in data
+        return jsonrpc.error(request_id, errors.INVALID_PARAMS, deny.message, data)
     return jsonrpc.error(
         request_id, errors.DENIED, f"denied by guard {guard_id}: {deny.message}", data
     )

@@ -18,12 +18,12 @@ from mcpward.evidence.record import DecisionRecord
 from mcpward.pipeline.context import Identity
 from mcpward.pipeline.services import UpstreamSnapshot
 from mcpward.protocol import errors, jsonrpc, methods
-from mcpward.protocol.eras import META_SUBSCRIPTION_ID, Era, message_era
+from mcpward.protocol.eras import META_SUBSCRIPTION_ID, Era, message_era, modern_fields
 from mcpward.protocol.jsonrpc import Frame, FrameKind, Message, RequestId
 from mcpward.relay import replies
 from mcpward.relay.eras import EraOpener
 from mcpward.relay.judged import JudgedCalls
-from mcpward.relay.links import UpstreamLink
+from mcpward.relay.links import CancelReason, UpstreamLink
 from mcpward.relay.lists import LIST_KINDS, ListRelay
 from mcpward.relay.live_contracts import ConnectionContracts
 from mcpward.relay.outbound import judge_error, judge_message
@@ -96,6 +96,7 @@ class Session:
         self.server_requests = ServerRequests()
         self._background: set[asyncio.Task[Any]] = set()
         self._closed = False
+        self._told_failed: set[str] = set()  # upstreams the client was told failed at start
         self._opening: asyncio.Task[None] | None = None  # the client's initialize, while running
         self._handlers: dict[str, Callable[[Message], Awaitable[Message | None]]] = {
             methods.INITIALIZE: self.eras.initialize,
@@ -189,8 +190,8 @@ class Session:
                 reply = replies.internal(request_id, method)
             if reply is not None:
                 result = reply.get("result")
-                if isinstance(result, dict) and "resultType" not in result and _is_modern(message):
-                    result["resultType"] = "complete"  # e.g. from a bridged handshake-only upstream
+                if isinstance(result, dict) and _is_modern(message):
+                    modern_fields(method, result)  # e.g. from a bridged handshake-only upstream
                 await self._send(reply, request_id)
         except asyncio.CancelledError:
             pass  # the client cancelled: no answer is sent (the upstream was told)
@@ -209,7 +210,8 @@ class Session:
         elif method == methods.CANCELLED:
             task = self._inflight.get(params.get("requestId"))  # type: ignore[arg-type]
             if task is not None:
-                task.cancel()
+                reason = params.get("reason")
+                task.cancel(CancelReason(reason) if isinstance(reason, str) else None)
         elif method == methods.PROGRESS:
             owner = self.server_requests.progress_link(params.get("progressToken"))
             if owner is not None:
@@ -324,6 +326,12 @@ class Session:
             self.server_requests.forget_link(link)  # a new process will not know those ids
         if link.up:
             await self.contracts_of(link).current()  # a new connection: read what it serves
+        if not link.ever_answered:
+            # Never answered anything (it dies at start): the client was shown nothing of it, so
+            # nothing changed for it. Say once what failed instead of announcing every restart.
+            if not link.up:
+                await self._tell_failed_once(link)
+            return
         if self.state.era is not None:
             for kind in ("tools", "prompts", "resources"):
                 caps = (link.init_result or {}).get("capabilities") or {}
@@ -331,6 +339,25 @@ class Session:
                     await self._send(
                         jsonrpc.notification(f"notifications/{kind}/list_changed"), None
                     )
+
+    async def _tell_failed_once(self, link: UpstreamLink) -> None:
+        """One log message to a handshake-era client: this upstream failed before serving."""
+        if self.state.era is not Era.HANDSHAKE or link.id in self._told_failed:
+            return
+        self._told_failed.add(link.id)
+        reason = link.last_failure.value
+        data = {
+            "upstream": link.id,
+            "reason": reason,
+            "message": f"upstream {link.id!r} failed before serving anything ({reason}); "
+            "mcpward restarts it with a growing backoff",
+        }
+        await self._send(
+            jsonrpc.notification(
+                "notifications/message", {"level": "error", "logger": "mcpward", "data": data}
+            ),
+            None,
+        )
 
     def _request_done(self, request_id: RequestId, task: asyncio.Task[None]) -> None:
         if self._inflight.get(request_id) is task:

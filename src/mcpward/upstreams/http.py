@@ -84,6 +84,35 @@ def _is_modern(message: Mapping[str, Any]) -> str | None:
     return None
 
 
+# How a handshake-only server over HTTP refuses a 2026-07-28 request it cannot place.
+HANDSHAKE_ONLY_STATUSES = (400, 404, 405)
+MODERN_ERROR_CODES = frozenset(
+    {
+        errors.HEADER_MISMATCH,
+        errors.MISSING_CLIENT_CAPABILITY,
+        errors.UNSUPPORTED_PROTOCOL_VERSION,
+        errors.INVALID_PARAMS,
+    }
+)
+
+
+def _discover_refused(answer: dict[str, Any], status: int) -> dict[str, Any]:
+    """A server/discover refused at the HTTP level with an error that is not one of 2026-07-28:
+    the server speaks the handshake era only. The client gets what such a server answers over
+    stdio, -32601, so the refusal is one answer whatever the upstream's transport."""
+    error = answer.get("error")
+    if not isinstance(error, dict) or error.get("code") in MODERN_ERROR_CODES:
+        return answer
+    return {
+        **answer,
+        "error": {
+            "code": errors.METHOD_NOT_FOUND,
+            "message": "Method not found: server/discover",
+            "data": {"upstream_status": status, "upstream_code": error.get("code")},
+        },
+    }
+
+
 class HttpUpstreamConnection(UpstreamConnection):
     """One logical connection to a Streamable HTTP server: a session (handshake era) or a
     sequence of self-contained POSTs (2026-07-28). Every request is its own POST; messages from
@@ -218,7 +247,7 @@ class HttpUpstreamConnection(UpstreamConnection):
             request_id = message["id"]
             task = asyncio.create_task(self._post_request(client, message, data))
             self._posts[request_id] = task
-            self._post_modern[request_id] = _is_modern(message) is not None
+            self._post_modern[request_id] = self._modern(message) is not None
             self._track(task)
             task.add_done_callback(functools.partial(self._forget, request_id))
             return
@@ -250,12 +279,19 @@ class HttpUpstreamConnection(UpstreamConnection):
         method = message.get("method") if message is not None else None
         if self._session_id is not None and method != methods.INITIALIZE:
             headers["Mcp-Session-Id"] = self._session_id
-        modern = _is_modern(message) if message is not None else None
+        modern = self._modern(message) if message is not None else None
         if modern is not None:
             headers["MCP-Protocol-Version"] = modern
         elif self._protocol_version is not None and method != methods.INITIALIZE:
             headers["MCP-Protocol-Version"] = self._protocol_version
         return headers
+
+    def _modern(self, message: Mapping[str, Any]) -> str | None:
+        """The 2026-07-28 version a message is sent under; None on a connection opened with
+        `initialize` (a bridged one): it stays in the era it negotiated, whatever `_meta` says."""
+        if self._protocol_version is not None:
+            return None
+        return _is_modern(message)
 
     def _request_headers(self, message: Mapping[str, Any]) -> dict[str, str]:
         headers = self._base_headers(message)
@@ -264,7 +300,7 @@ class HttpUpstreamConnection(UpstreamConnection):
         if traceparent is not None:
             headers["traceparent"] = traceparent
         method = str(message.get("method"))
-        if _is_modern(message) is not None:
+        if self._modern(message) is not None:
             # Regenerated from the body we forward, never copied from the client's request.
             headers["Mcp-Method"] = method
             params = message.get("params") or {}
@@ -391,6 +427,8 @@ class HttpUpstreamConnection(UpstreamConnection):
             if isinstance(parsed, dict) and ("result" in parsed or "error" in parsed):
                 if parsed.get("id") is None and "error" in parsed:
                     parsed = {**parsed, "id": request_id}  # an HTTP-level rejection of our request
+                if method == methods.DISCOVER and status in HANDSHAKE_ONLY_STATUSES:
+                    parsed = _discover_refused(parsed, status)
                 self._deliver(parsed, method, request_id, len(body))
                 return None, 0.0
         self._queue(
