@@ -120,6 +120,7 @@ class Gateway:
             make_link=self.make_link,
             tracer=CallTracer(self.tracing) if self.tracing is not None else None,
             refused=self.refused,
+            opened=self.warm_up,
         )
         self._relister: asyncio.Task[None] | None = None
         self.warming: asyncio.Future[None] | None = None
@@ -197,10 +198,15 @@ class Gateway:
         gateway.refuse(refused_upstreams(gateway.pipeline, gateway.upstream_ids))
         if gateway.settings.relist_interval_s > 0:
             gateway._relister = asyncio.create_task(gateway._relist_forever())
-        # Compiled rule sets, built in a worker thread while the first session starts (a list
-        # or call arriving sooner builds what it needs itself: no guard is ever skipped).
-        gateway.warming = asyncio.get_running_loop().run_in_executor(None, gateway.pipeline.warm)
         return gateway
+
+    def warm_up(self) -> None:
+        """Build the guards' compiled rule sets in a worker thread, once: when the first
+        session has answered its client (before that, the thread would hold the interpreter
+        while the client waits for `initialize`). A list or call arriving sooner builds what it
+        needs itself: no guard is ever skipped."""
+        if self.warming is None:
+            self.warming = asyncio.get_running_loop().run_in_executor(None, self.pipeline.warm)
 
     def refuse(self, refused: Mapping[str, Refusal]) -> None:
         """Upstreams that may not run: no process, no connection, no spare is ever made for

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 from collections.abc import Awaitable, Callable
 from functools import partial
@@ -99,8 +100,8 @@ class Session:
         self._told_failed: set[str] = set()  # upstreams the client was told failed at start
         self._opening: asyncio.Task[None] | None = None  # the client's initialize, while running
         self._handlers: dict[str, Callable[[Message], Awaitable[Message | None]]] = {
-            methods.INITIALIZE: self.eras.initialize,
-            methods.DISCOVER: self.eras.discover,
+            methods.INITIALIZE: functools.partial(self._open, self.eras.initialize),
+            methods.DISCOVER: functools.partial(self._open, self.eras.discover),
             methods.PING: self.eras.ping,
             methods.TOOLS_CALL: self.judged.handle,
             methods.PROMPTS_GET: self.judged.handle,
@@ -113,6 +114,13 @@ class Session:
         }
         for method in LIST_KINDS:
             self._handlers[method] = self.lists.handle
+
+    async def _open(
+        self, answer: Callable[[Message], Awaitable[Message]], message: Message
+    ) -> Message:
+        reply = await answer(message)
+        self.services.opened()
+        return reply
 
     @property
     def links(self) -> dict[str, UpstreamLink]:

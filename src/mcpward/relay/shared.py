@@ -20,6 +20,10 @@ from mcpward.relay.traced import CallTracer
 LinkFactory = Callable[[str, MessageHandler, StateHandler, Tenant], UpstreamLink]
 
 
+def _nothing() -> None:
+    """No work when a session opens (tests, the library wrapper)."""
+
+
 @dataclass(frozen=True, slots=True)
 class SessionServices:
     """The gateway-wide parts a session works with (no back-reference to the gateway)."""
@@ -34,3 +38,6 @@ class SessionServices:
     tracer: CallTracer | None = None  # only when telemetry.otlp_endpoint is set
     # Upstreams a guard refused before start: never started, never listed, calls denied.
     refused: Mapping[str, Refusal] = field(default_factory=dict)
+    # Called when a session has answered its client's initialize or server/discover: the
+    # gateway then builds what the first list or call would otherwise wait for.
+    opened: Callable[[], None] = _nothing
