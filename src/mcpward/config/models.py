@@ -99,6 +99,11 @@ class HttpUpstream(Strict):
         "(the egress filter blocks private, loopback and metadata addresses otherwise).",
     )
     restart: RestartPolicy = Field(default_factory=RestartPolicy)
+    owned: bool = Field(
+        default=False,
+        description="The operator runs this server: `mcpward validate` may send it input "
+        "probes that must be refused (and valid calls to read-only tools only).",
+    )
 
 
 def _passes_egress(url: str, allow: list[str], fields: tuple[str, str], section: str) -> None:
