@@ -229,8 +229,13 @@ def _owner_can_clear(hold: HoldRecord) -> bool:
 
 
 def _note(report: Report, finding: Finding, case: str, detail: str) -> None:
-    if len(report.observations) < MAX_OBSERVATIONS:
-        report.observations.append(Observation(finding, case, sanitize_text(detail, 300)))
+    """Record an observation once (the first case that showed it), up to MAX_OBSERVATIONS."""
+    text = sanitize_text(detail, 300)
+    if len(report.observations) >= MAX_OBSERVATIONS:
+        return
+    if any(o.finding is finding and o.detail == text for o in report.observations):
+        return
+    report.observations.append(Observation(finding, case, text))
 
 
 def _judge(report: Report, tool: _Tool, case: Case, answer: dict[str, Any]) -> int:

@@ -32,7 +32,7 @@ class Event:
     error: str
 
     def describe(self) -> str:
-        result = "succeeded" if self.ok else f"refused ({self.error})"
+        result = "succeeded" if self.ok else f"failed ({self.error or 'no result'})"
         return f"{self.syscall} {self.target}: {result}"
 
 
