@@ -3,9 +3,13 @@ output schema moved from version 1 to 2), made by the real gate, and a gateway c
 
 from __future__ import annotations
 
+import os
+import shutil
 import sys
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from mcpward.contracts.gate import Gate
 from mcpward.contracts.holds import Commands
@@ -45,3 +49,13 @@ def held_config(directory: Path, upstreams: list[dict[str, Any]]) -> Path:
     (directory / "state").mkdir(exist_ok=True)
     hold_measure(directory / "state", str(upstreams[0]["id"]))
     return config
+
+
+def require_isolator() -> None:
+    """Skip a module without bubblewrap and strace; under CI (which installs them), fail."""
+    if shutil.which("bwrap") and shutil.which("strace"):
+        return
+    reason = "bubblewrap and strace are needed (apt-get install bubblewrap strace; .ci/run does)"
+    if os.environ.get("CI"):
+        pytest.fail(f"CI is set and {reason}", pytrace=False)
+    pytest.skip(reason, allow_module_level=True)

@@ -3,19 +3,15 @@ writes outside its throwaway directory. Neither succeeds, and both attempts are 
 
 from __future__ import annotations
 
-import shutil
 import socket
 from pathlib import Path
 
 import pytest
 
-from tests.validation.held import fixture_upstream, held_config
+from tests.validation.held import fixture_upstream, held_config, require_isolator
 from tests.validation.run_cli import run_validate
 
-pytestmark = pytest.mark.skipif(
-    shutil.which("bwrap") is None or shutil.which("strace") is None,
-    reason="bubblewrap and strace are needed (apt-get install bubblewrap strace; .ci/run does)",
-)
+require_isolator()
 
 
 def test_the_probe_reaches_neither_the_host_loopback_nor_the_filesystem(tmp_path: Path) -> None:

@@ -6,7 +6,6 @@ UNAVAILABLE. Each verdict is in the ledger; CLEARED and FAILED are on the hold, 
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 from typing import Any
 
@@ -19,13 +18,10 @@ from mcpward.evidence.validations import read_validations
 from mcpward.store.ledger_sqlite import read_snapshot
 from mcpward.store.pins_sqlite import SqlitePinStore
 from tests.fixtures.validation_server import tool_for
-from tests.validation.held import UPSTREAM, fixture_upstream, held_config
+from tests.validation.held import UPSTREAM, fixture_upstream, held_config, require_isolator
 from tests.validation.run_cli import run_validate
 
-pytestmark = pytest.mark.skipif(
-    shutil.which("bwrap") is None or shutil.which("strace") is None,
-    reason="bubblewrap and strace are needed (apt-get install bubblewrap strace; .ci/run does)",
-)
+require_isolator()
 
 
 def _state(config: Path) -> tuple[dict[str, Any], Any]:

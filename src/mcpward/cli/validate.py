@@ -6,6 +6,7 @@ exit 0 only when CLEARED released the hold.
 from __future__ import annotations
 
 import asyncio
+import getpass
 import json
 import secrets
 from typing import Annotated
@@ -34,6 +35,9 @@ def register(app: typer.Typer) -> None:
             int, typer.Option("--samples", min=0, max=500, help="Random valid inputs to add.")
         ] = 12,
         as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
+        by: Annotated[
+            str | None, typer.Option("--by", help="Who asked (recorded; default: OS user).")
+        ] = None,
     ) -> None:
         """Observe a held tool's behaviour in a no-egress sandbox: CLEARED (exit 0) releases the
         hold for the running gateway only; FAILED adds the evidence to it; UNAVAILABLE leaves it."""
@@ -72,6 +76,7 @@ def register(app: typer.Typer) -> None:
                 gateway.evidence.path if config is not None else None,
                 store=context,
             )
+            report.requested_by = sanitize_text(by or getpass.getuser(), 64)
             released, effect = record(report, store, LedgerSource(evidence, context))
         finally:
             store.close()

@@ -99,6 +99,7 @@ class Report:
     isolation: dict[str, Any] = field(default_factory=dict)
     cannot_see: list[str] = field(default_factory=list)
     at: float = field(default_factory=time.time)
+    requested_by: str = ""
 
     def unavailable(self, reason: Unavailable, detail: str = "") -> Report:
         self.outcome, self.reason, self.detail = Outcome.UNAVAILABLE, reason, detail
@@ -136,6 +137,7 @@ class Report:
             "item": self.item,
             "held_hash": self.held_hash,
             "at": self.at,
+            "requested_by": self.requested_by,
             "observations": [o.to_json() for o in self.observations],
             "provenance": self.provenance(),
         }
