@@ -28,14 +28,16 @@ def fixture_upstream(behave: str, *extra: str, upstream: str = UPSTREAM) -> dict
     return {"id": upstream, "command": sys.executable, "args": args}
 
 
-def hold_measure(state_dir: Path, upstream: str = UPSTREAM) -> HoldRecord:
+def hold_measure(state_dir: Path, upstream: str = UPSTREAM, *, writer: bool = False) -> HoldRecord:
     """Pin version 1 of `measure`, then observe version 2: the gate holds it."""
     store = SqlitePinStore(state_dir)
     try:
         gate = Gate(store, lambda _: PostureTable(Posture.GUARD), Commands())
-        gate.observe(upstream, {(ItemKind.TOOL, "measure"): tool_for(1)}, [ItemKind.TOOL])
+        gate.observe(
+            upstream, {(ItemKind.TOOL, "measure"): tool_for(1, writer=writer)}, [ItemKind.TOOL]
+        )
         observed = gate.observe(
-            upstream, {(ItemKind.TOOL, "measure"): tool_for(2)}, [ItemKind.TOOL]
+            upstream, {(ItemKind.TOOL, "measure"): tool_for(2, writer=writer)}, [ItemKind.TOOL]
         )
         assert len(observed.new_holds) == 1, observed
         return observed.new_holds[0]
@@ -43,11 +45,11 @@ def hold_measure(state_dir: Path, upstream: str = UPSTREAM) -> HoldRecord:
         store.close()
 
 
-def held_config(directory: Path, upstreams: list[dict[str, Any]]) -> Path:
+def held_config(directory: Path, upstreams: list[dict[str, Any]], *, writer: bool = False) -> Path:
     """A gateway config over `upstreams`, with `measure` of the first one already held."""
     config = write_gateway_config(directory, upstreams, guards=[])
     (directory / "state").mkdir(exist_ok=True)
-    hold_measure(directory / "state", str(upstreams[0]["id"]))
+    hold_measure(directory / "state", str(upstreams[0]["id"]), writer=writer)
     return config
 
 
