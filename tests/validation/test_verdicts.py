@@ -85,6 +85,15 @@ def test_a_contradiction_fails_and_the_evidence_is_added_to_the_hold(
     assert [e["verdict"] for e in _ledger(config)] == ["FAILED"]
 
 
+def test_processes_left_running_are_reported_not_held_against_the_contract(
+    tmp_path: Path,
+) -> None:
+    code, report = run_validate(held_config(tmp_path, [fixture_upstream("spawns")]))
+    assert (code, report["verdict"]) == (0, "CLEARED")
+    left = [o for o in report["observations"] if o["finding"] == "leftover_processes"]
+    assert left and not left[0]["contradiction"]
+
+
 def test_a_later_cleared_never_overrides_a_failed_verdict_on_the_same_contract(
     tmp_path: Path,
 ) -> None:
