@@ -14,10 +14,14 @@ from tests.validation.held import UPSTREAM
 
 
 def run_validate(
-    config: Path, *, env: Mapping[str, str] | None = None, upstream: str = UPSTREAM
+    config: Path,
+    *,
+    env: Mapping[str, str] | None = None,
+    upstream: str = UPSTREAM,
+    extra: tuple[str, ...] = (),
 ) -> tuple[int, dict[str, Any]]:
     argv = [sys.executable, "-m", "mcpward.cli.main", "validate", upstream, "measure"]
-    argv += ["--config", str(config), "--seed", "7", "--json"]
+    argv += ["--config", str(config), "--seed", "7", "--json", *extra]
     done = subprocess.run(
         argv,
         capture_output=True,

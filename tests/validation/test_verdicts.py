@@ -127,6 +127,15 @@ def test_no_isolator_means_unavailable_never_an_unisolated_run(tmp_path: Path) -
     assert VALIDATION not in _state(config)[0]
 
 
+def test_a_server_that_hangs_or_cannot_start_is_unavailable(tmp_path: Path) -> None:
+    hangs = held_config(tmp_path / "hangs", [fixture_upstream("hangs")])
+    code, report = run_validate(hangs, extra=("--call-timeout", "1"))
+    assert (code, report["verdict"], report["reason"]) == (1, "UNAVAILABLE", "timeout")
+    missing = {"id": UPSTREAM, "command": str(tmp_path / "no-such-server")}
+    code, report = run_validate(held_config(tmp_path / "missing", [missing]))
+    assert (code, report["verdict"], report["reason"]) == (1, "UNAVAILABLE", "spawn_failed")
+
+
 def test_a_hold_behaviour_cannot_settle_is_left_to_a_person(tmp_path: Path) -> None:
     config = held_config(tmp_path, [fixture_upstream("honest")])
     store = SqlitePinStore(tmp_path / "state")

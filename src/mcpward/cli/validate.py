@@ -35,6 +35,9 @@ def register(app: typer.Typer) -> None:
             int, typer.Option("--samples", min=0, max=500, help="Random valid inputs to add.")
         ] = 12,
         as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
+        call_timeout: Annotated[
+            float, typer.Option("--call-timeout", min=0.1, max=300, help="Seconds per call.")
+        ] = 15.0,
         by: Annotated[
             str | None, typer.Option("--by", help="Who asked (recorded; default: OS user).")
         ] = None,
@@ -46,6 +49,7 @@ def register(app: typer.Typer) -> None:
         from mcpward.config.models import GatewayConfig
         from mcpward.evidence.settings import EvidencePaths
         from mcpward.evidence.source import LedgerSource
+        from mcpward.validation.isolator import Limits
         from mcpward.validation.record import record
         from mcpward.validation.runner import find_hold
         from mcpward.validation.runner import validate as run_validation
@@ -63,7 +67,15 @@ def register(app: typer.Typer) -> None:
             hold = find_hold(store, upstream, tool)
             chosen = secrets.randbelow(2**31) if seed is None else seed
             report = asyncio.run(
-                run_validation(gateway, hold, upstream, tool, seed=chosen, samples=samples)
+                run_validation(
+                    gateway,
+                    hold,
+                    upstream,
+                    tool,
+                    seed=chosen,
+                    samples=samples,
+                    limits=Limits(call_timeout_s=call_timeout),
+                )
             )
             if (
                 config is None

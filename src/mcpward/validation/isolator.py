@@ -38,6 +38,7 @@ class Limits:
     processes: int = 64
     call_timeout_s: float = 15.0
     start_timeout_s: float = 30.0
+    total_timeout_s: float = 300.0  # the whole battery
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -47,6 +48,7 @@ class Limits:
             "processes": self.processes,
             "call_timeout_s": self.call_timeout_s,
             "start_timeout_s": self.start_timeout_s,
+            "total_timeout_s": self.total_timeout_s,
         }
 
 

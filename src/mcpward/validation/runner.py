@@ -9,7 +9,7 @@ import asyncio
 import contextlib
 import shutil
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -114,7 +114,9 @@ async def validate(
             )
         report.leg, report.cannot_see = "owner_authorized", list(OWNER_BLIND_SPOTS)
         conn = make_connection(spec, config.gateway)
-        return await _run(report, conn, hold, None, seed, samples, limits, None)
+        return await _bounded(
+            _run(report, conn, hold, None, seed, samples, limits, None), report, limits
+        )
     isolator, how = lookup()
     report.isolation = {"isolator": how, "limits": limits.to_json()}
     if isolator is None:
@@ -137,10 +139,19 @@ async def validate(
             )
             watch = _Watch(TraceLog(trace, isolator.bwrap), workdir)
             conn = make_connection(sandboxed, config.gateway)
-            return await _run(report, conn, hold, watch, seed, samples, limits, conn)
+            run = _run(report, conn, hold, watch, seed, samples, limits, conn)
+            return await _bounded(run, report, limits)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
         shutil.rmtree(tracedir, ignore_errors=True)
+
+
+async def _bounded(run: Coroutine[Any, Any, Report], report: Report, limits: Limits) -> Report:
+    """The whole battery within `total_timeout_s` (the connection is closed on the way out)."""
+    try:
+        return await asyncio.wait_for(run, limits.total_timeout_s)
+    except TimeoutError:
+        return report.unavailable(Unavailable.TIMEOUT, "the battery did not finish in time")
 
 
 async def _run(
