@@ -21,6 +21,7 @@ from rich.text import Text
 from mcpward.cli.store_context import StoreChoiceError, cli_store_context
 from mcpward.config import ConfigError, load_config
 from mcpward.config.models import GatewayConfig
+from mcpward.contracts.clearance import verdict_of
 from mcpward.contracts.extract import contract_hash
 from mcpward.contracts.holds import Commands
 from mcpward.contracts.model import ItemKind
@@ -421,6 +422,12 @@ def register(app: typer.Typer) -> None:
                         f"{origin.get('posture')}"
                     )
                 )
+            verdict = verdict_of(hold)
+            if verdict is not None:
+                stamp = time.strftime(
+                    "%Y-%m-%dT%H:%M:%SZ", time.gmtime(float(verdict.get("at") or 0))
+                )
+                out.print(Text(f"  behaviour validated: {verdict.get('verdict')} at {stamp}"))
             out.print(Text(f"  review: {commands.review(hold)}\n  accept: {commands.accept(hold)}"))
         out.print(Text(HOLD_MEANING, style="dim"))
 
