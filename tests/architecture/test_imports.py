@@ -95,6 +95,17 @@ def test_no_import_cycles() -> None:
     assert _cycles(_graph()) == []
 
 
+def test_only_the_validate_command_loads_tier_3() -> None:
+    """`mcpward run` never pays for the validator: only `cli.validate` imports it."""
+    importers = sorted(
+        module
+        for module, targets in _graph().items()
+        if not module.startswith("mcpward.validation")
+        and any(t == "mcpward.validation" or t.startswith("mcpward.validation.") for t in targets)
+    )
+    assert importers == ["mcpward.cli.validate"]
+
+
 @pytest.mark.parametrize(
     ("layer", "forbidden"),
     [
@@ -118,6 +129,11 @@ def test_no_import_cycles() -> None:
         ("mcpward.contracts", NETWORK_AND_ABOVE),
         ("mcpward.wiring", NETWORK_AND_ABOVE),
         ("mcpward.console", NETWORK_AND_ABOVE),
+        # tier 3 runs in its own process: it uses connectors, never sessions, guards or fronts
+        (
+            "mcpward.validation",
+            (*ABOVE_RELAY, "mcpward.relay", "mcpward.pipeline", "mcpward.guards"),
+        ),
         (
             "mcpward.protocol",
             ("mcpward.relay", "mcpward.pipeline", "mcpward.guards", "mcpward.cli"),

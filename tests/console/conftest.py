@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -38,3 +39,13 @@ def login(client: TestClient, operator: str = "alice") -> str:
     assert response.status_code == 303, response.text
     holds = client.get("/holds")
     return holds.text.split('name="csrf" value="', 1)[1].split('"', 1)[0]
+
+
+@pytest.fixture
+def artifacts() -> Path:
+    """Screenshots kept after the run: results/console/ (gitignored) or $MCPWARD_ARTIFACTS."""
+    root = Path(os.environ.get("MCPWARD_ARTIFACTS") or Path(__file__).parents[2] / "results")
+    directory = root / "console"
+    directory.mkdir(parents=True, exist_ok=True)
+    print(f"\nconsole screenshots: {directory}")
+    return directory

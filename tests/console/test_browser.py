@@ -12,7 +12,9 @@ import socket
 import subprocess
 import sys
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 from mcp.shared.exceptions import MCPError
@@ -45,26 +47,9 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-@pytest.fixture
-def artifacts() -> Path:
-    """Screenshots kept after the run: results/console/ (gitignored) or $MCPWARD_ARTIFACTS."""
-    root = Path(os.environ.get("MCPWARD_ARTIFACTS") or Path(__file__).parents[2] / "results")
-    directory = root / "console"
-    directory.mkdir(parents=True, exist_ok=True)
-    print(f"\nconsole screenshots: {directory}")
-    return directory
-
-
-@pytest.fixture
-def console_server(tmp_path: Path) -> Iterator[tuple[Path, str]]:
-    """The gateway config and the URL of `mcpward console` serving its state (a real process)."""
-    control = tmp_path / "control.json"
-    set_scenario(control, "unchanged")
-    config = write_gateway_config(
-        tmp_path,
-        [fixture_upstream("reports", control, tmp_path / "calls.log")],
-        guards=[rug_pull()],
-    )
+@contextmanager
+def serve_console(config: Path, tmp_path: Path) -> Iterator[str]:
+    """`mcpward console --config CONFIG` as a real process; yields its URL."""
     token_file = tmp_path / "admin.token"
     token_file.write_text(ADMIN_TOKEN + "\n", encoding="utf-8")
     token_file.chmod(0o600)
@@ -82,11 +67,34 @@ def console_server(tmp_path: Path) -> Iterator[tuple[Path, str]]:
                 break
             except OSError:
                 subprocess.run(["sleep", "0.05"], check=False)
-        yield config, f"http://127.0.0.1:{port}"
+        yield f"http://127.0.0.1:{port}"
     finally:
         proc.terminate()
         proc.wait(10)
         log.close()
+
+
+async def sign_in(page: Any, url: str, operator: str) -> None:
+    await page.goto(f"{url}/holds")
+    await expect(page).to_have_url(f"{url}/login")
+    await page.fill("#operator-name", operator)
+    await page.fill("#token", ADMIN_TOKEN)
+    await page.click("#sign-in")
+    await expect(page.locator("#operator")).to_have_text(operator)
+
+
+@pytest.fixture
+def console_server(tmp_path: Path) -> Iterator[tuple[Path, str]]:
+    """The gateway config and the URL of `mcpward console` serving its state (a real process)."""
+    control = tmp_path / "control.json"
+    set_scenario(control, "unchanged")
+    config = write_gateway_config(
+        tmp_path,
+        [fixture_upstream("reports", control, tmp_path / "calls.log")],
+        guards=[rug_pull()],
+    )
+    with serve_console(config, tmp_path) as url:
+        yield config, url
 
 
 async def test_a_hold_is_accepted_in_the_browser_and_the_next_call_passes(
@@ -112,12 +120,7 @@ async def test_a_hold_is_accepted_in_the_browser_and_the_next_call_passes(
                     "console",
                     lambda m: csp_errors.append(m.text) if "Content Security" in m.text else None,
                 )
-                await page.goto(f"{url}/holds")
-                await expect(page).to_have_url(f"{url}/login")
-                await page.fill("#operator-name", "dana")
-                await page.fill("#token", ADMIN_TOKEN)
-                await page.click("#sign-in")
-                await expect(page.locator("#operator")).to_have_text("dana")
+                await sign_in(page, url, "dana")
                 hold = page.locator('section.hold[data-item="make_report"]')
                 await expect(hold).to_be_visible()
                 await expect(hold.locator("table.changes")).to_contain_text("added-required-param")

@@ -27,6 +27,7 @@ COMMANDS = {
     "scan": "mcpward.cli.scan",
     "screen": "mcpward.cli.screen",
     "verdicts": "mcpward.cli.verdicts",
+    "validate": "mcpward.cli.validate",
     "redact": "mcpward.cli.scan",
     "eval": "mcpward.cli.scan",
     "token": "mcpward.cli.token_cmd",

@@ -21,6 +21,7 @@ from rich.text import Text
 from mcpward.cli.store_context import StoreChoiceError, cli_store_context
 from mcpward.config.loader import ConfigError, load_config
 from mcpward.config.models import GatewayConfig
+from mcpward.contracts.clearance import verdict_of
 from mcpward.contracts.extract import contract_hash
 from mcpward.contracts.holds import Commands
 from mcpward.contracts.model import ItemKind
@@ -421,6 +422,12 @@ def register(app: typer.Typer) -> None:
                         f"{origin.get('posture')}"
                     )
                 )
+            verdict = verdict_of(hold)
+            if verdict is not None:
+                stamp = time.strftime(
+                    "%Y-%m-%dT%H:%M:%SZ", time.gmtime(float(verdict.get("at") or 0))
+                )
+                out.print(Text(f"  behaviour validated: {verdict.get('verdict')} at {stamp}"))
             out.print(Text(f"  review: {commands.review(hold)}\n  accept: {commands.accept(hold)}"))
         out.print(Text(HOLD_MEANING, style="dim"))
 
@@ -507,49 +514,19 @@ async def fetch_snapshot(config: GatewayConfig, upstream_id: str) -> Snapshot:
     env, secrets and the egress filter apply exactly as when the gateway runs)."""
     from mcpward.upstreams.base import UpstreamUnavailable
     from mcpward.upstreams.connectors import make_connection
+    from mcpward.upstreams.direct_client import DirectClient
 
     spec = next((u for u in config.upstreams if u.id == upstream_id), None)
     if spec is None:
         known = ", ".join(u.id for u in config.upstreams)
         raise SnapshotError(f"no upstream {upstream_id!r} in the config (known: {known})")
     conn = make_connection(spec, config.gateway)
-    ids = iter(range(1, 1_000_000))
-
-    async def request(method: str, params: dict[str, Any]) -> dict[str, Any] | None:
-        request_id = next(ids)
-        await conn.send({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params})
-        while True:
-            message = await conn.receive()
-            if "method" in message and "id" in message:
-                # a server->client request (roots, sampling): we offer none of those
-                await conn.send(
-                    {
-                        "jsonrpc": "2.0",
-                        "id": message["id"],
-                        "error": {"code": -32601, "message": "not supported"},
-                    }
-                )
-                continue
-            if message.get("id") != request_id:
-                continue
-            if "error" in message:
-                return None
-            result = message.get("result")
-            return result if isinstance(result, dict) else None
-
+    client = DirectClient(conn, "mcpward-snapshot")
     try:
         await conn.start()
-        init = await request(
-            "initialize",
-            {
-                "protocolVersion": "2025-11-25",
-                "capabilities": {},
-                "clientInfo": {"name": "mcpward-snapshot", "version": "1"},
-            },
-        )
+        init = await client.initialize()
         if init is None:
             raise SnapshotError("the upstream refused initialize")
-        await conn.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
         raw_caps = init.get("capabilities")
         caps: dict[str, Any] = raw_caps if isinstance(raw_caps, dict) else {}
         snap = Snapshot(f"upstream {upstream_id}")
@@ -562,22 +539,8 @@ async def fetch_snapshot(config: GatewayConfig, upstream_id: str) -> Snapshot:
             "protocolVersion": init.get("protocolVersion"),
         }
         for method, capability, key in _LISTS:
-            if capability not in caps:
-                continue
-            items: list[dict[str, Any]] = []
-            cursor: str | None = None
-            for _ in range(_MAX_PAGES):
-                result = await request(method, {"cursor": cursor} if cursor else {})
-                if result is None:
-                    break
-                page = result.get(key)
-                items += [i for i in page if isinstance(i, dict)] if isinstance(page, list) else []
-                cursor = (
-                    result.get("nextCursor") if isinstance(result.get("nextCursor"), str) else None
-                )
-                if not cursor:
-                    break
-            snap.lists[key] = items
+            if capability in caps:
+                snap.lists[key] = await client.list_all(method, key, _MAX_PAGES)
         if "tools" not in snap.lists:
             snap.lists["tools"] = []
         return snap

@@ -90,3 +90,8 @@ class HttpUpstream(Strict):
         "(the egress filter blocks private, loopback and metadata addresses otherwise).",
     )
     restart: RestartPolicy = Field(default_factory=RestartPolicy)
+    owned: bool = Field(
+        default=False,
+        description="The operator runs this server: `mcpward validate` may send it input "
+        "probes that must be refused (and valid calls to read-only tools only).",
+    )

@@ -1,9 +1,17 @@
 """The console's state changes: accept (re-pin) or keep a hold, each recorded in the ledger as a
-`review` entry with the operator's identity and reason before it takes effect.
+`review` entry with the operator's identity and reason before it takes effect; and Validate,
+which runs `mcpward validate` (tier 3) in its own process and shows its verdict.
 """
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from mcpward.contracts.clearance import validatable
 from mcpward.contracts.model import ItemKind
 from mcpward.contracts.review import GONE, ReviewError, accept
 from mcpward.contracts.store import PinStore
@@ -11,6 +19,7 @@ from mcpward.evidence.reviews import MAX_REASON, ReviewAction, ReviewEvent, reco
 from mcpward.evidence.source import LedgerSource
 
 MIN_REASON = 3
+VALIDATE_TIMEOUT_S = 600.0
 
 
 class ActionRefused(ValueError):
@@ -72,3 +81,40 @@ def review_hold(
         except ReviewError as exc:
             raise ActionRefused(str(exc)) from None
     return event
+
+
+def validate_hold(
+    store: PinStore,
+    config: Path | None,
+    *,
+    upstream: str,
+    item: str,
+    expected_hash: str,
+    operator: str,
+) -> dict[str, Any]:
+    """Run `mcpward validate` on the held tool the operator saw (a separate process: the
+    sandbox, its limits and its failures never touch the console); returns its JSON report.
+    The command records the verdict in the ledger and on the hold itself."""
+    if config is None:
+        raise ActionRefused("validation needs the gateway config (start the console with --config)")
+    hold = next((h for h in store.holds(upstream) if h.key == (ItemKind.TOOL, item)), None)
+    if hold is None or hold.new_hash != expected_hash:
+        raise ActionRefused("the hold changed since the page was shown; reload and review again")
+    if not validatable(hold):
+        raise ActionRefused("this hold has changes only a person can settle: review it")
+    argv = [sys.executable, "-m", "mcpward.cli.main", "validate", upstream, item]
+    argv += ["--config", str(config), "--json", "--by", operator]
+    try:
+        done = subprocess.run(
+            argv,
+            capture_output=True,
+            timeout=VALIDATE_TIMEOUT_S,
+            check=False,
+            stdin=subprocess.DEVNULL,
+        )
+        report = json.loads(done.stdout)
+    except (OSError, subprocess.SubprocessError, ValueError):
+        raise ActionRefused("the validation could not be run; the hold stays") from None
+    if not isinstance(report, dict) or "verdict" not in report:
+        raise ActionRefused("the validation gave no verdict; the hold stays")
+    return report

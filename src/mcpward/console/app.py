@@ -24,7 +24,7 @@ from starlette.staticfiles import StaticFiles
 from starlette.templating import Jinja2Templates
 
 from mcpward.console import queries
-from mcpward.console.actions import ActionRefused, review_hold
+from mcpward.console.actions import ActionRefused, review_hold, validate_hold
 from mcpward.console.auth import SESSION_COOKIE, AdminAuth, ConsoleSession
 from mcpward.console.security import ASGIApp, Receive, Scope, SecurityHeaders, Send
 from mcpward.contracts.store import PinStore, PinStoreError
@@ -39,7 +39,13 @@ MAX_FORM_BYTES = 16 * 1024
 LOGIN_COOKIE = "mcpward_console_login"
 LOGIN_FAILURES_PER_MINUTE = 20
 OPERATOR_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._@-")
-RESULTS = {"accepted": "Accepted and re-pinned.", "kept": "Kept held; the decision is recorded."}
+RESULTS = {
+    "accepted": "Accepted and re-pinned.",
+    "kept": "Kept held; the decision is recorded.",
+    "CLEARED": "Validation: CLEARED. Released for the running gateway only; re-pin stays yours.",
+    "FAILED": "Validation: FAILED. The hold stays; the evidence is added to it.",
+    "UNAVAILABLE": "Validation: UNAVAILABLE. Nothing could be concluded; the hold stays.",
+}
 
 RequestProblem = Callable[[Iterable[tuple[bytes, bytes]]], str | None]
 
@@ -288,6 +294,36 @@ class Console:
         done = "accepted" if action is ReviewAction.ACCEPT else "kept"
         return RedirectResponse(f"{self.base(request)}/holds?result={done}", status_code=303)
 
+    async def validate(self, request: Request) -> Response:
+        """Tier 3 on one held tool: `mcpward validate` in its own process, then the page."""
+        checked = await self._checked_form(request)
+        if isinstance(checked, Response):
+            return checked
+        session, form = checked
+        store_context = self.settings.store
+        config = store_context.config_path if store_context is not None else None
+
+        def act() -> str:
+            with self._store() as store:
+                if store is None:
+                    raise ActionRefused("there is no pin store yet")
+                report = validate_hold(
+                    store,
+                    config,
+                    upstream=form.get("upstream", ""),
+                    item=form.get("item", ""),
+                    expected_hash=form.get("expected_hash", ""),
+                    operator=session.operator,
+                )
+            return str(report["verdict"])
+
+        try:
+            verdict = await run_in_threadpool(act)
+        except (ActionRefused, PinStoreError) as exc:
+            return await self._holds_page(request, session, 400, error=str(exc))
+        target = f"{self.base(request)}/holds?{urlencode({'result': verdict})}"
+        return RedirectResponse(target, status_code=303)
+
     async def pins(self, request: Request) -> Response:
         session = self.session(request)
         if session is None:
@@ -392,6 +428,7 @@ def create_console_app(settings: ConsoleSettings) -> ASGIApp:
         Route("/logout", console.logout, methods=["POST"]),
         Route("/holds", console.holds, methods=["GET"]),
         Route("/holds/review", console.review, methods=["POST"]),
+        Route("/holds/validate", console.validate, methods=["POST"]),
         Route("/pins", console.pins, methods=["GET"]),
         Route("/receipts", console.receipts, methods=["GET"]),
         Route("/ledger", console.ledger, methods=["GET"]),

@@ -16,6 +16,7 @@ from typing import Any
 
 import orjson
 
+from mcpward.contracts.clearance import validatable, verdict_of
 from mcpward.contracts.holds import Commands, hold_code, hold_message
 from mcpward.contracts.model import HoldRecord, Pin
 from mcpward.contracts.review import ReviewError, diff_holds
@@ -35,6 +36,7 @@ DEFAULT_PAGE_SIZE = 25
 MAX_PAGE = 10_000
 MAX_FILTER_LENGTH = 128
 MAX_HELD_CALLS_SHOWN = 20
+MAX_OBSERVATIONS_SHOWN = 30
 MAX_CONTRACT_CHARS = 20_000
 CHART_DAYS = 14
 DECISIONS = tuple(d.value for d in PolicyDecision)
@@ -102,6 +104,8 @@ class HoldView:
     problem: str | None = None
     held_calls: list[dict[str, Any]] = field(default_factory=list)
     held_call_count: int = 0
+    validatable: bool = False  # tier 3 (`mcpward validate`) can settle this hold
+    validation: dict[str, Any] | None = None  # its last verdict on this held contract
 
 
 def _hold_view(hold: HoldRecord, changes: list[dict[str, str]], pin: Pin | None) -> HoldView:
@@ -120,7 +124,35 @@ def _hold_view(hold: HoldRecord, changes: list[dict[str, str]], pin: Pin | None)
         changes=changes,
         old_contract=_contract_text(pin.contract if pin else None),
         new_contract=_contract_text(hold.new_contract),
+        validatable=validatable(hold),
+        validation=_validation_view(verdict_of(hold)),
     )
+
+
+def _validation_view(verdict: dict[str, Any] | None) -> dict[str, Any] | None:
+    """A tier-3 verdict for the page: contradictions first (attacker text sanitised)."""
+    if verdict is None:
+        return None
+    observations = [o for o in verdict.get("observations", []) if isinstance(o, dict)]
+    observations.sort(key=lambda o: not o.get("contradiction"))
+    found = verdict.get("provenance")
+    origin: dict[str, Any] = found if isinstance(found, dict) else {}
+    return {
+        "verdict": str(verdict.get("verdict")),
+        "at": _stamp(at) if isinstance(at := verdict.get("at"), int | float) else "—",
+        "seed": origin.get("seed"),
+        "battery_size": origin.get("battery_size"),
+        "observations": [
+            {
+                "finding": str(o.get("finding")),
+                "contradiction": bool(o.get("contradiction")),
+                "case": sanitize_text(str(o.get("case", "")), 120),
+                "detail": sanitize_text(str(o.get("detail", "")), 300),
+            }
+            for o in observations[:MAX_OBSERVATIONS_SHOWN]
+        ],
+        "cannot_see": [sanitize_text(str(c), 300) for c in origin.get("cannot_see", [])],
+    }
 
 
 def open_holds(store: PinStore, source: LedgerSource) -> list[HoldView]:

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mcpward.contracts.classify import classify_item
+from mcpward.contracts.clearance import released
 from mcpward.contracts.consult.cache import ConsultVerdict
 from mcpward.contracts.consult.consult import PENDING, Review, SemanticConsult
 from mcpward.contracts.extract import DEEP_PREFIX, ContractMap, HashCache
@@ -102,6 +103,7 @@ class Gate:
         self.table_for = table_for
         self.commands = commands
         self.clock = clock
+        self.started_at = clock()  # a tier-3 CLEARED reached after this releases in this run
         self.hashes = HashCache()
         self._states: dict[str, _State] = {}
 
@@ -129,6 +131,10 @@ class Gate:
         st.blocking = next(
             (h for k, h in st.holds.items() if k[0] is ItemKind.SERVER and h.enforced), None
         )
+
+    def _enforced(self, hold: HoldRecord) -> bool:
+        """Enforced, and not released for this run by a tier-3 CLEARED verdict."""
+        return hold.enforced and not released(hold, self.started_at)
 
     def baselined(self, upstream: str, kind: ItemKind) -> bool:
         """Has this kind of item of this upstream been pinned on first sight already?"""
@@ -514,8 +520,11 @@ class Gate:
             if pin is None and live_hash is None:
                 return UNLISTED
             hold = st.holds.get(key)
-        if hold is not None and hold.new_hash == live_hash:
-            return hold if hold.enforced else None
+        if hold is not None and hold.new_hash == live_hash and self._enforced(hold):
+            # a verdict or an accept made in another process applies before the call is refused
+            if self.reload_if_changed():
+                return self._check_key(st, view, key)
+            return hold
         return None
 
     def check(self, upstream: str, kind: ItemKind, name: str) -> CheckResult:
@@ -533,7 +542,7 @@ class Gate:
             return None
         hold = st.holds.get(key)
         if hold is not None:
-            return hold if hold.enforced else None
+            return hold if self._enforced(hold) else None
         if pin is None:
             return UNLISTED
         return None  # pinned, and no view since has shown it changed
@@ -551,7 +560,7 @@ class Gate:
         for (kind, template), hold in st.holds.items():
             if (
                 kind is ItemKind.RESOURCE_TEMPLATE
-                and hold.enforced
+                and self._enforced(hold)
                 and template_regex(template).match(uri)
             ):
                 return hold
@@ -565,7 +574,7 @@ class Gate:
         return {
             k[1]
             for k, h in st.holds.items()
-            if k[0] is kind and h.enforced and h.reason != "removed"
+            if k[0] is kind and self._enforced(h) and h.reason != "removed"
         }
 
     def pin(self, upstream: str, kind: ItemKind, name: str) -> Pin | None:

@@ -6,9 +6,10 @@ Every attacker-controlled string passes through `sanitize_text`; commands are sh
 from __future__ import annotations
 
 import shlex
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
+from mcpward.contracts.clearance import validatable, verdict_of
 from mcpward.contracts.model import INSTRUCTIONS, WHOLE_UPSTREAM, HoldRecord, ItemKind
 from mcpward.contracts.provenance import HOLD_MEANING
 from mcpward.contracts.sanitize import is_plain_name, sanitize_text
@@ -18,9 +19,13 @@ MAX_CHANGES_IN_DATA = 20
 
 @dataclass(frozen=True, slots=True)
 class Commands:
-    """How the CLI reaches the same pin store: extra arguments such as `--state-dir DIR`."""
+    """How the CLI reaches the same pin store: extra arguments such as `--state-dir DIR`.
+    `sandboxable`: the upstreams tier 3 can validate (stdio, or HTTP marked as owned);
+    `config_args`: the gateway config `mcpward validate` starts them from (none: not offered)."""
 
     store_args: tuple[str, ...] = ()
+    sandboxable: frozenset[str] = field(default_factory=frozenset)
+    config_args: tuple[str, ...] = ()
 
     def _line(self, *parts: str) -> str:
         return shlex.join(["mcpward", *parts, *self.store_args])
@@ -46,6 +51,14 @@ class Commands:
         if hold.kind is ItemKind.SERVER:
             return self._line("pins", "diff", hold.upstream, "--kind", "server")
         return self._line("pins", "diff", *self._target(hold))
+
+    def validate(self, hold: HoldRecord) -> str | None:
+        """`mcpward validate UPSTREAM TOOL`, where tier 3 is available for this hold."""
+        if not self.config_args or hold.upstream not in self.sandboxable:
+            return None
+        if not validatable(hold) or not is_plain_name(hold.name):
+            return None
+        return shlex.join(["mcpward", "validate", hold.upstream, hold.name, *self.config_args])
 
     def accept(self, hold: HoldRecord) -> str:
         if hold.reason == "tampered":
@@ -122,7 +135,11 @@ def hold_message(hold: HoldRecord, commands: Commands) -> str:
         )
     else:
         lead = f"{_what(hold)} of upstream '{upstream}' changed against its pin: {_summary(hold)}"
-    return f"mcpward held this call: {lead}. Review: {commands.review(hold)}"
+    message = f"mcpward held this call: {lead}. Review: {commands.review(hold)}"
+    validate = commands.validate(hold)
+    if validate is not None:
+        message += f" Validate its behaviour in a sandbox: {validate}"
+    return message
 
 
 def hold_details(hold: HoldRecord, commands: Commands) -> dict[str, Any]:
@@ -160,6 +177,18 @@ def hold_details(hold: HoldRecord, commands: Commands) -> dict[str, Any]:
             "model": sanitize_text(consult.get("model", ""), 200),
             "reason": _consult_reason(hold),
             "triggers": [str(t) for t in consult.get("triggers", [])],
+        }
+    validate = commands.validate(hold)
+    if validate is not None:
+        details["validate"] = validate
+    verdict = verdict_of(hold)
+    if verdict is not None:
+        details["validation"] = {
+            "verdict": verdict.get("verdict"),
+            "at": verdict.get("at"),
+            "contradictions": [
+                o for o in verdict.get("observations", []) if o.get("contradiction")
+            ][:MAX_CHANGES_IN_DATA],
         }
     origin = hold.extra.get("provenance")
     details["provenance"] = origin if isinstance(origin, dict) else {"meaning": HOLD_MEANING}

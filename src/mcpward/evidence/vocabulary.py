@@ -131,6 +131,7 @@ class EntryKind(StrEnum):
     RECEIPT = "receipt"
     KEY_ROTATION = "key_rotation"
     REVIEW = "review"  # an operator accepted or kept a HOLD in the review console
+    VALIDATION = "validation"  # a tier-3 verdict on a held tool (`mcpward validate`)
 
 
 def values(vocabulary: type[Enum]) -> list[str]:

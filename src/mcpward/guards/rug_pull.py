@@ -223,7 +223,8 @@ class RugPullGuard(Guard):
         context = services.store or sqlite_context(services.state_dir)
         self._store = await asyncio.to_thread(open_pin_store, context)
         self._identities = dict(services.upstream_provenance or services.upstream_identities)
-        commands = Commands(context.cli_args())
+        config_args = ("--config", str(context.config_path)) if context.config_path else ()
+        commands = Commands(context.cli_args(), services.sandboxable, config_args)
         scanner = definition_scanner()
         if services.consult is not None and services.consult.enabled:
             self._consult = build_consult(services.consult, services, scanner)

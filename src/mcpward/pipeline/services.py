@@ -98,3 +98,5 @@ class GatewayServices:
     # mcpward.store.factory so every replica of a fleet shares pins and holds
     store: StoreContext | None = None
     consult: ConsultSettings | None = None  # tier 2 of the drift gate; None = off (the default)
+    # upstreams tier 3 (`mcpward validate`) can observe: stdio ones, and HTTP ones marked owned
+    sandboxable: frozenset[str] = field(default_factory=frozenset)

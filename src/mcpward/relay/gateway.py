@@ -185,6 +185,9 @@ class Gateway:
             http_client=_egress_http_client,
             store=store,
             consult=loaded.config.consult,
+            sandboxable=frozenset(
+                u.id for u in loaded.config.upstreams if u.kind == "stdio" or u.owned
+            ),
         )
         for guard in gateway.pipeline.guards:
             try:
