@@ -1,7 +1,7 @@
 """Keyword-anchored secrets: values of families that are not secrets (type annotations, time
-zones, versions, Markdown emphasis, docstring fields, the rest of a kebab-case name) are left
-alone, by every keyword rule, while secrets shaped like words or versions are still found.
-Fake credentials are assembled at run time."""
+zones and other paths of names, versions, Markdown emphasis, docstring fields, the rest of a
+kebab-case name) are left alone, by every keyword rule, while secrets shaped like words or
+versions are still found. Fake credentials are assembled at run time."""
 
 from __future__ import annotations
 
@@ -32,6 +32,12 @@ NOT_SECRETS = {
     "time-zone-argument": "    zoneinfo.ZoneInfo(key='Europe/Warsaw')\n",
     "time-zone-short-area": "tz = ZoneInfo(key='US/Eastern')\n",
     "time-zone-three-parts": "timezone_key = 'America/Argentina/Buenos_Aires'\n",
+    # mcp-server-time's answer to an unknown zone (issue #26): a zone-shaped path of names.
+    "name-path-zone-error": (
+        "Error executing tool get_current_time: Invalid timezone: "
+        "'No time zone found with key Not/AZone'"
+    ),
+    "name-path-settings": "Open the page with key Settings/Privacy/AdvancedOptions\n",
     "version-dependency": '    "pbkdf2-password": "1.2.1",\n',
     "version-caret-range": '    "password-validator": "^5.3.0",\n',
     "version-lower-bound": '    "password-hash": ">=2.0",\n',
@@ -55,6 +61,7 @@ def test_each_family_is_named() -> None:
     assert other_value_family("AllowedPrivateKeyTypes", "key: ", ",") == "type-annotation"
     assert other_value_family("x25519.X25519PrivateKey", "private_key: ") == "type-annotation"
     assert other_value_family("Europe/Warsaw", "key='") == "time-zone"
+    assert other_value_family("Not/AZone", "key ") == "name-path"
     assert other_value_family("1.2.1", '-password": "') == "version"
     assert other_value_family("MODULE**", "PRIVATE ") == "markdown-emphasis"
     assert other_value_family("return", "password.\n\n:") == "docstring-field"
@@ -79,6 +86,8 @@ STILL_SECRETS = {
         "generic-secret",
         "1.2.1-Zq8$Lp3!",
     ),
+    "slashed-base64": ("api_key: aB3xQ/Yz9kLmPq\n", "generic-secret", "aB3xQ/Yz9kLmPq"),
+    "slashed-random-case": ("token: xYzAbc/DefGhQ\n", "generic-secret", "xYzAbc/DefGhQ"),
     "path-with-year": ('password = "2024-Europe/Warsaw!"\n', "hardcoded-password", None),
 }
 

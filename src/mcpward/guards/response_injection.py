@@ -24,6 +24,7 @@ from mcpward.guards.detection.scanner import ContentScanner, CustomPattern, Find
 from mcpward.pipeline.context import GuardContext
 from mcpward.pipeline.decisions import AddWarning, Allow, Decision, Deny, Modify, ReplacePayload
 from mcpward.pipeline.guard import Guard
+from mcpward.pipeline.phases import Phase
 from mcpward.pipeline.spec import GuardSpec
 from mcpward.pipeline.subject import Subject
 from mcpward.pipeline.texts import NON_PROSE_KEYS, PayloadTexts, payload_texts, render_path
@@ -37,6 +38,11 @@ FOREIGN_DATA_RULES = [
     for r in MULTILINGUAL_INSTRUCTION_RULES
     if r.id != "quoted-tool-name" and not r.id.startswith("call-named-tool-")
 ]
+# A prompt's messages are text the user chose to address to the model: instructions to the AI
+# ("explain to the user", "describe the situation") are what a prompt is for, not evidence of an
+# injection, there. Every other family (hidden instructions, concealment, exfiltration, other
+# tools, role markers...) still counts in a prompt.
+PROMPT_ADDRESSES_THE_MODEL = frozenset({"agent-directive"})
 # Keys whose values are not text the model reads as prose (binary, identifiers, metadata).
 SKIP_KEYS = NON_PROSE_KEYS
 _SENTENCE_END = ".!?\n"
@@ -107,9 +113,14 @@ class ResponseInjectionGuard(Guard):
             ]
         return TextVerdict(path, score(findings), findings)
 
-    def flagged_texts(self, payload: Any, texts: PayloadTexts | None = None) -> list[TextVerdict]:
+    def flagged_texts(
+        self,
+        payload: Any,
+        texts: PayloadTexts | None = None,
+        expected: frozenset[str] = frozenset(),
+    ) -> list[TextVerdict]:
         """The prose strings scoring at or above the threshold. `texts`: the payload's strings
-        if already walked (`payload_texts`)."""
+        if already walked (`payload_texts`); `expected`: families that are no evidence here."""
         walked = payload_texts(payload) if texts is None else texts
         if walked.too_deep_prose is not None:
             raise StructureLimit(
@@ -120,6 +131,9 @@ class ResponseInjectionGuard(Guard):
         out = []
         for text, link in prose:
             verdict = self.scan_text(text, "$", with_rules)
+            if expected:
+                kept = [f for f in verdict.findings if f.family not in expected]
+                verdict = TextVerdict(verdict.path, score(kept), kept)
             if verdict.score >= self.threshold:
                 path = render_path(link)  # rendered only for what is reported
                 findings = [replace(f, path=path) for f in verdict.findings]
@@ -163,7 +177,10 @@ class ResponseInjectionGuard(Guard):
 
     def _judge(self, subject: Subject, ctx: GuardContext) -> Decision:
         try:
-            flagged = self.flagged_texts(subject.payload, subject.texts())
+            expected = (
+                PROMPT_ADDRESSES_THE_MODEL if subject.phase is Phase.PROMPT_RESULT else frozenset()
+            )
+            flagged = self.flagged_texts(subject.payload, subject.texts(), expected)
         except StructureLimit as exc:
             return Deny(
                 code="injection_unscannable",

@@ -2,10 +2,10 @@
 
 Ordinary code and text put a keyword (`key`, `password`, `private`) before values of a few
 families that a keyword-anchored rule would otherwise report: a type annotation, an IANA time
-zone, a version string, a Markdown-emphasised word, a docstring field, the rest of a
-kebab-case name. Each test looks at the value, the text between the keyword and the value
-(`context`) and the few characters after it (`after`). Values are at most a few hundred
-characters, so the small backtracking patterns here cost nothing measurable.
+zone or another path of names, a version string, a Markdown-emphasised word, a docstring
+field, the rest of a kebab-case name. Each test looks at the value, the text between the
+keyword and the value (`context`) and the few characters after it (`after`). Values are at
+most a few hundred characters, so the small backtracking patterns here cost nothing measurable.
 """
 
 from __future__ import annotations
@@ -29,6 +29,13 @@ _TIME_ZONE = re.compile(
     r"(?:Africa|America|Antarctica|Arctic|Asia|Atlantic|Australia|Europe|Indian|Pacific|Etc|"
     r"US|Canada|Brazil|Chile|Mexico)(?:/[A-Z][A-Za-z0-9_+\-]*){1,2}"
 )
+
+# A path of names, the shape of any IANA zone name (`Not/AZone` in "No time zone found with key
+# Not/AZone"), a menu or a category path (`Settings/Privacy/AdvancedOptions`): two or more
+# segments of letters, each a name made of words. Secrets with a slash are base64 or random
+# (digits, or case changing inside short fragments: `aB3x/Yz`), never words joined by `/`.
+_NAME_PATH = re.compile(r"[A-Za-z][A-Za-z_\-]*(?:/[A-Za-z][A-Za-z_\-]*){1,3}")
+_NAME_PATH_PART = re.compile(r"[A-Z]{1,4}|[A-Z][a-z]{2,}|[a-z]{3,}")
 
 # Versions and version ranges: `1.2.1`, `^3.9`, `~1.0.0`, `>=2`, `v2.3.4-rc.1`, `1.x`.
 _VERSION = re.compile(
@@ -84,6 +91,20 @@ def _type_name(value: str, context: str, after: str) -> bool:
     return prefix is not None or bool(_ANNOTATION_NEXT.match(after))
 
 
+def _name_path(value: str) -> bool:
+    """Every segment of the path is words (`Zone`, `zone`), with at most short acronyms (`A`,
+    `US`) before them and `_` or `-` between them; each segment holds at least one word."""
+    if not _NAME_PATH.fullmatch(value):
+        return False
+    for segment in value.split("/"):
+        parts = [p for word in re.split(r"[_\-]", segment) for p in _CAMEL_PARTS.findall(word)]
+        if not all(_NAME_PATH_PART.fullmatch(p) for p in parts):
+            return False
+        if not any(len(p) >= 3 and not p.isupper() for p in parts):
+            return False
+    return True
+
+
 def _emphasis(value: str, context: str) -> bool:
     return not _quoted(context) and bool(_EMPHASIS.fullmatch(value))
 
@@ -119,6 +140,8 @@ def other_value_family(value: str, context: str, after: str = "") -> str | None:
         return "type-annotation"
     if _TIME_ZONE.fullmatch(value):
         return "time-zone"
+    if _name_path(value):
+        return "name-path"
     if _VERSION.fullmatch(value):
         return "version"
     if _emphasis(value, context):
