@@ -12,6 +12,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from mcpward.guards.detection.concepts import MARKER_RULES
 from mcpward.guards.detection.families import (
     ENCODED_RULES,
     INSTRUCTION_RULES,
@@ -24,7 +25,7 @@ from mcpward.guards.detection.scanner import (
     ContentScanner,
     CustomPattern,
     Finding,
-    score,
+    definition_score,
 )
 from mcpward.guards.hidden_items import lists_unreadable
 from mcpward.pipeline.context import GuardContext
@@ -34,8 +35,13 @@ from mcpward.pipeline.spec import GuardSpec
 from mcpward.pipeline.subject import Subject
 
 # The instruction rules carry preference manipulation (English and the eight languages).
+# The concept markers (concepts.py) are scored together, by co-occurrence, not one by one.
 DEFINITION_RULES = (
-    INSTRUCTION_RULES + MULTILINGUAL_INSTRUCTION_RULES + POISONING_ONLY_RULES + ENCODED_RULES
+    INSTRUCTION_RULES
+    + MULTILINGUAL_INSTRUCTION_RULES
+    + POISONING_ONLY_RULES
+    + ENCODED_RULES
+    + MARKER_RULES
 )
 MAX_REPORTED_FINDINGS = 20  # per item, in evidence; the score uses all of them
 
@@ -113,7 +119,7 @@ class ToolPoisoningGuard(Guard):
 
     def judge(self, item: Any) -> ItemVerdict:
         findings = self.scanner.scan_definition(item)
-        value = score(findings)
+        value = definition_score(findings)
         return ItemVerdict(item_name(item), value, value >= self.threshold, findings)
 
     def judge_all(self, items: list[Any]) -> list[ItemVerdict]:

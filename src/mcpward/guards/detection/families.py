@@ -41,6 +41,13 @@ FAMILIES: dict[str, str] = {
     "[INST], 'system:' lines)",
     "agent-directive": "instructions addressed to the AI reading the data ('in your response', "
     "'as an AI assistant you must', 'include the following code')",
+    "user-override": "orders to override, ignore or deceive the user ('even if the user asks "
+    "for another one')",
+    "global-scope": "orders over the whole conversation ('from now on', 'in every answer') or "
+    "every use ('whenever', 'after each')",
+    "out-of-scope-action": "actions outside any tool's job: destructive SQL or shell statements, "
+    "deleting all files",
+    "outside-destination": "an outside address: a URL with an open query slot, an e-mail address",
     "unscannable": "nested deeper or holding more strings than the scanner walks (fails closed)",
     "custom": "patterns from the guard's configuration",
 }
