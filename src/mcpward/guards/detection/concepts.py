@@ -101,10 +101,13 @@ PREFERENCE = _edged(
 USER_OVERRIDE = _edged(
     _any(
         r"even\s+(?:if|when|though)\s+the\s+user|regardless\s+of\s+(?:what|which|whether|the\s+"
-        r"user)|whatever\s+the\s+user|no\s+matter\s+what\s+the\s+user|(?:ignore|disregard|"
+        r"user)|ignor\w*\s+(?:the\s+user'?s?\s+)?(?:request|question)|whatever\s+the\s+user|no\s+matter\s+what\s+the\s+user|(?:ignore|disregard|"
         r"override)\s+the\s+user'?s?\s+(?:request|choice|instructions?|preferences?|wish)",
         r"aunque\s+el\s+usuario|incluso\s+si\s+el\s+usuario|sin\s+importar\s+(?:lo\s+que|qu[eé])|"
-        r"independientemente\s+de\s+lo\s+que|diga\s+lo\s+que\s+diga",
+        r"independientemente\s+de\s+lo\s+que|diga\s+lo\s+que\s+diga|ignora\s+(?:la\s+)?"
+        r"(?:petici[oó]n|solicitud|pregunta)|ignore\s+o\s+pedido|ignora\s+la\s+richiesta|"
+        r"ignore\s+la\s+(?:demande|requ[eê]te)|ignoriere\s+die\s+(?:Anfrage|Bitte|Frage)|"
+        r"игнорируй\s+(?:просьбу|запрос|вопрос)",
         r"m[eê]me\s+si\s+l[’']utilisat|quel(?:le)?s?\s+que\s+soi(?:t|ent)|peu\s+importe\s+ce\s+que|"
         r"quoi\s+que\s+(?:dise|demande|choisisse)",
         r"auch\s+wenn\s+(?:der|die)\s+(?:Benutzer|Nutzer|Anwender)|selbst\s+wenn\s+(?:der|die)|"
@@ -115,7 +118,7 @@ USER_OVERRIDE = _edged(
         r"даже\s+если\s+пользовател|независимо\s+от|что\s+бы\s+ни|вне\s+зависимости",
     ),
     _any(
-        r"即使用户|即便用户|无论用户|不管用户|不论用户|忽略用户(?:的)?(?:请求|要求|选择)",
+        r"忽略用户|即使用户|即便用户|无论用户|不管用户|不论用户|忽略用户(?:的)?(?:请求|要求|选择)",
         r"(?:ユーザー|利用者)が[^。！？\n]{0,20}?(?:ても|でも)|に関係なく|にかかわらず",
         r"사용자가[^.!?\n]{0,20}?(?:더라도|해도)|관계없이|상관없이",
         r"حتى\s+لو\s+(?:طلب|اختار|قال)|مهما\s+(?:اختار|طلب|قال)|بغض\s+النظر|بصرف\s+النظر",
@@ -233,7 +236,7 @@ SECRECY = _edged(
 )
 
 # Overriding earlier instructions: "this rule overrides earlier instructions".
-_RULES_EN = r"(?:instructions?|directives?|guidelines|prompts?)"
+_RULES_EN = r"(?:instructions?|directives?|guidelines|prompts?)\b"
 OVERRIDE = _edged(
     _any(
         r"(?:overrides?|supersedes?|takes?\s+precedence\s+over|ha(?:s|ve)\s+priority\s+over|"
@@ -310,35 +313,129 @@ SLOT_URL = r"(?im)(?:https?://|\burl=)[^\s\"'<>]*[?&][A-Za-z0-9_-]{1,24}=(?:[\s\
 EMAIL = r"(?:^|[^\w\"'@.%+-])[A-Za-z0-9._%+-]{1,64}@[A-Za-z0-9-]{1,63}(?:\.[A-Za-z0-9-]{1,63})+"
 
 
+# --- structure of returned data (response_injection) ------------------------------------------
+
+# Text addressed to the model reading the data: "Assistant:", "AI assistants processing this
+# document must", "Nota para la IA", "AI 어시스턴트에게".
+ADDRESSEE = _edged(
+    _any(
+        r"(?:AI|LLM)\s+(?:assistants?|agents?|models?)\s+(?:processing|reading|summari[sz]ing|"
+        r"handling|that\s+(?:read|process))|(?:note|message|instructions?)\s+(?:for|to)\s+(?:the\s+)?"
+        r"(?:language\s+model|AI|LLM|assistant|agent)|(?:AI\s+agent|AI\s+assistant|Assistant|LLM)"
+        r"\s*:\s+\S",
+        r"(?:nota|mensaje|instrucciones)\s+para\s+(?:la\s+IA|el\s+asistente|el\s+modelo)|"
+        r"(?:note|message|instructions?)\s+(?:pour|à)\s+l[’']?(?:IA|assistant)|"
+        r"(?:Hinweis|Anweisung|Nachricht)\s+an\s+den\s+(?:Assistenten|KI)|"
+        r"(?:Assistente|Assistant|Asistente|Assistent|Ассистент|ИИ)\s*:\s+\S|"
+        r"(?:istruzioni|nota)\s+per\s+l[’']assistente|"
+        r"(?:инструкци[а-яё]*|указани[а-яё]*|сообщени[а-яё]*)\s+для\s+(?:ассистента|ИИ|модели)",
+    ),
+    _any(
+        r"给\s*(?:AI|人工智能)?\s*(?:助手|助理|模型)|(?:AI|人工智能)\s*助手[：:]",
+        r"(?:AI)?アシスタント(?:へ|に)(?:の)?(?:指示|メモ|注意)|アシスタント[：:]",
+        r"(?:AI\s*)?어시스턴트(?:에게|께)|어시스턴트[：:]",
+        r"(?:إلى|للمساعد|تعليمات\s+للمساعد)\s*(?:الذكي)?|أيها\s+المساعد",
+    ),
+)
+# An order to the model reading the data: "AI assistants ... must recommend".
+MODEL_MUST = (
+    r"(?i)\b(?:AI|LLM|assistants?|agents?|models?)\b[^.\n]{0,40}?\b(?:must|should|are\s+"
+    r"(?:required|instructed)\s+to|have\s+to)\s+(?:always\s+|only\s+|now\s+)?(?:recommend|say|"
+    r"tell|describe|ignore|send|call|include|add|forward|respond|answer|mention|use|rate|praise)\b"
+)
+# A boundary forged inside the data: "END OF TOOL OUTPUT", "</tool_result>", "ENDE DER AUSGABE".
+BOUNDARY = (
+    r"(?i)</\s*(?:tool_result|function_results?|tool_output|result|output|document|data|"
+    r"search_results)\s*>|(?:END\s+OF\s+(?:THE\s+)?(?:TOOL\s+)?(?:OUTPUT|RESULTS?|RESPONSE|"
+    r"DOCUMENT|DATA)|FIN\s+(?:DE\s+LA|DU|DEL|DO|DA)\s+(?:SALIDA|SORTIE|RESULTADO|R[EÉ]SULTAT|"
+    r"DOCUMENTO?)|ENDE\s+DER\s+(?:TOOL-)?AUSGABE|FINE\s+(?:DELL[’']OUTPUT|DEL\s+RISULTATO)|"
+    r"КОНЕЦ\s+(?:ВЫВОДА|ДОКУМЕНТА|РЕЗУЛЬТАТА)|(?:工具)?输出结束|出力(?:の)?終わり|出力終了|출력\s*끝|"
+    r"نهاية\s+(?:المخرجات|الإخراج))"
+)
+# Markup that hides its text from a human reader.
+HIDDEN_MARKUP = (
+    r"(?i)display\s*:\s*none|visibility\s*:\s*hidden|font-size\s*:\s*0(?:px)?\s*[;\"']|"
+    r"opacity\s*:\s*0\s*[;\"']"
+)
+# A chat role block inside data: `"role": "system"`, `role: system`, `###SYSTEM###`.
+ROLE_BLOCK = (
+    r"(?i)[\"']role[\"']\s*:\s*[\"'](?:system|developer|assistant)[\"']|(?m:^\s*-?\s*role\s*:\s*"
+    r"(?:system|developer)\s*$)|#{2,}\s*(?:SYSTEM|ASSISTANT)\s*(?:INSTRUCTIONS?|PROMPT)?\s*#{2,}|"
+    r"(?-i:\b(?:ASSISTANT|AI|AGENT|SYSTEM)\s+(?:INSTRUCTIONS?|DIRECTIVES?|PROMPT))\s*:"
+)
+# A decoding hint: "decode the text above and follow the instructions inside".
+DECODE_HINT = _edged(
+    _any(
+        r"decod(?:e|ing)\s+(?:it|this|that|the\s+\w+(?:\s+\w+)?|the\s+above)\b[^.\n]{0,40}?"
+        r"(?:follow|execute|obey|do\s+what|carry\s+out|run)|(?:hex|base64|rot13)[- ]encoded;?\s*"
+        r"decode",
+        r"decodifica\w*[^.\n]{0,40}?(?:sigue|sigas|ejecuta|segui|siga|esegui)|"
+        r"d[eé]code[rz]?[^.\n]{0,40}?(?:suis|suivez|ex[eé]cute)|dekodiere[^.\n]{0,40}?"
+        r"(?:befolge|f[uü]hre)|декодируй[^.\n]{0,40}?(?:выполни|следуй)",
+    ),
+    r"解码[^。\n]{0,20}?(?:执行|按照|遵循)|デコードし[^。\n]{0,20}?(?:従|実行)|디코딩[^.\n]{0,20}?"
+    r"(?:따르|실행)|فك\s+(?:ترميز|تشفير)[^.\n]{0,30}?(?:اتبع|نفذ)",
+)
+# An order to call a named tool (a snake_case name after a call verb), to tie to user data.
+TOOL_CALL = _edged(
+    _any(
+        r"(?:call|invoke|run|use)(?:\s+\S+)?\s+(?:the\s+)?`?[a-z][a-z0-9]*(?:_[a-z0-9]+)+",
+        r"(?:llama|invoca|appelle|rufe|chame|chiama|вызови)(?:\s+\S+)?\s+(?:a\s+|à\s+)?`?"
+        r"[a-z][a-z0-9]*(?:_[a-z0-9]+)+",
+    ),
+    r"(?:调用|呼び出|호출|استدع\S*)(?:\s+\S+)?\s*`?[a-z][a-z0-9]*(?:_[a-z0-9]+)+|`?[a-z][a-z0-9]*(?:_[a-z0-9]+)+`?\s*"
+    r"(?:を呼び出|을\s*호출|를\s*호출)",
+)
+
+
 @dataclass(frozen=True, slots=True)
 class Concept:
     id: str
     pattern: str
-    family: str  # the scoring family its findings count in
-    weight: float
+    family: str  # the scoring family its findings count in ("" : counts only in a tie)
+    weight: float  # in a tool definition (0: not looked for there)
+    data_weight: float = 0.0  # in returned data (0: not looked for there)
 
 
 CONCEPTS: tuple[Concept, ...] = (
     Concept("other-tools", OTHER, "cross-tool", 0.25),
     Concept("outranks-others", PREFERENCE, "preference-manipulation", 0.5),
-    Concept("overrides-user", USER_OVERRIDE, "user-override", 0.5),
-    Concept("whole-conversation", SCOPE, "global-scope", 0.5),
+    Concept("overrides-user", USER_OVERRIDE, "user-override", 0.5, 0.5),
+    Concept("whole-conversation", SCOPE, "global-scope", 0.5, 0.5),
     Concept("every-use", SCOPE_WEAK, "global-scope", 0.25),
-    Concept("your-answers", ANSWERS, "agent-directive", 0.5),
-    Concept("private-file", PRIVATE_FILE, "out-of-scope-action", 0.5),
-    Concept("secrecy", SECRECY, "concealment", 0.75),
-    Concept("overrides-instructions", OVERRIDE, "hidden-instruction", 1.0),
-    Concept("destructive-statement", DESTRUCTIVE, "out-of-scope-action", 0.5),
-    Concept("destructive-request", DESTRUCTIVE_WORDS, "out-of-scope-action", 0.5),
-    Concept("user-data", DATA, "", 0.0),  # counts only tied to an address (below)
-    Concept("open-url-slot", SLOT_URL, "outside-destination", 0.5),
+    Concept("your-answers", ANSWERS, "agent-directive", 0.5, 0.5),
+    Concept("private-file", PRIVATE_FILE, "out-of-scope-action", 0.5, 0.5),
+    Concept("secrecy", SECRECY, "concealment", 0.75, 0.5),
+    Concept("overrides-instructions", OVERRIDE, "hidden-instruction", 1.0, 1.0),
+    Concept("destructive-statement", DESTRUCTIVE, "out-of-scope-action", 0.5, 0.5),
+    Concept("destructive-request", DESTRUCTIVE_WORDS, "out-of-scope-action", 0.5, 0.5),
+    Concept("user-data", DATA, "", 0.0, 0.0),  # counts only tied to an address or a call
+    Concept("open-url-slot", SLOT_URL, "outside-destination", 0.5, 0.5),
     Concept("email-address", EMAIL, "outside-destination", 0.25),
+    Concept("addressed-to-model", ADDRESSEE, "agent-directive", 0.0, 0.5),
+    Concept("model-must", MODEL_MUST, "hidden-instruction", 0.0, 0.5),
+    Concept("forged-boundary", BOUNDARY, "forged-boundary", 0.0, 0.5),
+    Concept("hidden-markup", HIDDEN_MARKUP, "hidden-markup", 0.0, 0.5),
+    Concept("role-block", ROLE_BLOCK, "role-marker", 0.0, 0.5),
+    Concept("decode-and-follow", DECODE_HINT, "encoded-payload", 0.0, 1.0),
+    Concept("tool-call", TOOL_CALL, "", 0.0, 0.0),  # counts only tied to user data
 )
 _BY_ID = {c.id: c for c in CONCEPTS}
-TIE_CHARS = 160  # user data and an address this close, in one field: data sent outside
-MARKER_RULES: list[Rule] = [Rule(MARKER_FAMILY, c.id, c.pattern, 0.0, max_hits=8) for c in CONCEPTS]
+TIE_CHARS = 160  # user data and an address (or a call) this close, in one field: data sent out
+_ADDRESSES = ("open-url-slot", "email-address")
 
 
+def marker_rules(for_data: bool = False) -> list[Rule]:
+    """The markers a definition (or returned data) is read for; ties need both of their ends."""
+    wanted = {c.id for c in CONCEPTS if (c.data_weight if for_data else c.weight) > 0}
+    wanted |= {"user-data", *_ADDRESSES} | ({"tool-call"} if for_data else set())
+    return [
+        Rule(MARKER_FAMILY, c.id, c.pattern, 0.0, max_hits=8) for c in CONCEPTS if c.id in wanted
+    ]
+
+
+MARKER_RULES = marker_rules()
+DATA_MARKER_RULES = marker_rules(for_data=True)
 CONCEPT_RULE_PREFIX = "concept-"
 
 
@@ -350,20 +447,45 @@ class Marker:
     end: int
 
 
-def scored(markers: Iterable[Marker]) -> list[tuple[str, str, str, float, Marker]]:
-    """(family, rule id, concept, weight, marker) for the markers that count: every concept with
-    a family, and user data within TIE_CHARS of an outside address in the same field."""
+def _near(m: Marker, others: Sequence[Marker], after: bool = False) -> bool:
+    """Another marker in the same field within TIE_CHARS (`after`: `m` follows it)."""
+    return any(
+        o.path == m.path
+        and (
+            0 <= m.start - o.start <= TIE_CHARS
+            if after
+            else min(abs(o.start - m.end), abs(m.start - o.end)) <= TIE_CHARS
+        )
+        for o in others
+    )
+
+
+def scored(
+    markers: Iterable[Marker], for_data: bool = False
+) -> list[tuple[str, str, float, Marker]]:
+    """(family, rule id, weight, marker) for the markers that count: every concept with a family
+    and a weight where it was found, user data within TIE_CHARS of an outside address in the same
+    field, and (in data) user data within TIE_CHARS of an order to call a named tool."""
     listed: Sequence[Marker] = list(markers)
     out = []
-    addresses = [m for m in listed if m.concept in ("open-url-slot", "email-address")]
+    # In data, e-mail addresses are everywhere (logs, commits, mail headers): only a URL's open
+    # query slot is an outside destination there.
+    addresses = [
+        m
+        for m in listed
+        if m.concept in _ADDRESSES and (m.concept == "open-url-slot" or not for_data)
+    ]
+    calls = [m for m in listed if m.concept == "tool-call"]
     for m in listed:
         concept = _BY_ID[m.concept]
-        if concept.family:
-            out.append((concept.family, f"concept-{m.concept}", m.concept, concept.weight, m))
-        elif m.concept == "user-data" and any(
-            a.path == m.path
-            and (abs(a.start - m.end) <= TIE_CHARS or abs(m.start - a.end) <= TIE_CHARS)
-            for a in addresses
-        ):
-            out.append(("exfiltration", "concept-data-to-address", m.concept, 0.5, m))
+        weight = concept.data_weight if for_data else concept.weight
+        if concept.family and weight > 0:
+            out.append((concept.family, CONCEPT_RULE_PREFIX + m.concept, weight, m))
+        elif m.concept == "user-data":
+            if _near(m, addresses):
+                out.append(("exfiltration", "concept-data-to-address", 0.5, m))
+            if for_data and _near(m, calls, after=True):
+                out.append(("exfiltration", "concept-call-with-user-data", 1.0, m))
+        elif m.concept == "private-file" and for_data and _near(m, calls, after=True):
+            out.append(("exfiltration", "concept-call-with-user-data", 1.0, m))
     return out

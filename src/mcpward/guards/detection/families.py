@@ -48,6 +48,8 @@ FAMILIES: dict[str, str] = {
     "out-of-scope-action": "actions outside any tool's job: destructive SQL or shell statements, "
     "deleting all files",
     "outside-destination": "an outside address: a URL with an open query slot, an e-mail address",
+    "forged-boundary": "an end-of-output or closing tool tag forged inside returned data",
+    "hidden-markup": "markup that hides text from a human reader (display:none, comments)",
     "unscannable": "nested deeper or holding more strings than the scanner walks (fails closed)",
     "custom": "patterns from the guard's configuration",
 }
@@ -495,7 +497,9 @@ INJECTION_ONLY_RULES: list[Rule] = [
     Rule(
         "role-marker",
         "role-line",
-        r"(?m)^\s*(?:#{1,4}\s*)?(?:system|System|SYSTEM|assistant|Assistant|ASSISTANT)\s*:\s+\S",
+        # Prose after the role, not a YAML value (`system: production`).
+        r"(?m)^\s*(?:#{1,4}\s*)?(?:system|System|SYSTEM|assistant|Assistant|ASSISTANT)\s*:[ \t]+"
+        r"\S+(?:[ \t]+\S+){2}",
     ),
     Rule(
         "role-marker",

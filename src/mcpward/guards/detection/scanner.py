@@ -131,10 +131,12 @@ class ContentScanner:
         name_rules: Sequence[Rule] = (),
         max_text_chars: int = 16 * 1024 * 1024,
         gates: Sequence[str] = (),
+        data_concepts: bool = False,
     ) -> None:
         """`gates`: patterns run in the same set pass as the rules, never findings themselves;
         `scan_text_gated` says which of them match (a cheap signal for a second, costlier
         scan)."""
+        self.data_concepts = data_concepts  # concept markers weighed as returned data
         disabled = self.disabled = set(disabled_families)
         unknown = disabled - set(FAMILIES)
         if unknown:
@@ -168,8 +170,8 @@ class ContentScanner:
         if not markers:
             return findings
         out = [f for f in findings if f.family != MARKER_FAMILY]
-        for family, rule, _concept, weight, m in scored(
-            Marker(f.rule, f.path, f.start, f.end) for f in markers
+        for family, rule, weight, m in scored(
+            (Marker(f.rule, f.path, f.start, f.end) for f in markers), self.data_concepts
         ):
             if family not in self.disabled:
                 out.append(Finding(family, rule, m.path, m.start, m.end, weight))
@@ -180,7 +182,8 @@ class ContentScanner:
     ) -> tuple[list[Finding], set[int]]:
         """Findings, and the indices (into `gates`) of the gates that match. `with_rules=False`:
         `may_match` said no rule or gate can match; only the Unicode checks run."""
-        return self._scan_text(text, path, with_rules)
+        findings, gated = self._scan_text(text, path, with_rules)
+        return self._resolve(findings), gated
 
     def may_match(self, texts: Sequence[str]) -> bool:
         """False when no rule or gate can match in any of the texts: most texts match nothing,
