@@ -30,9 +30,13 @@ def _any(*parts: str) -> str:
     return "|".join(p for p in parts if p)
 
 
-def _edged(spaced: str, unspaced: str = "") -> str:
-    """Spaced-script alternatives after a left word edge, unspaced ones as they are."""
-    out = [rf"{L}(?:{spaced})"] if spaced else []
+R_EDGE = r"(?:$|[^0-9A-Za-z_\x{C0}-\x{24F}\x{400}-\x{4FF}])"
+
+
+def _edged(spaced: str, unspaced: str = "", right: bool = False) -> str:
+    """Spaced-script alternatives after a left word edge (and before a right one if `right`),
+    unspaced ones as they are."""
+    out = [rf"{L}(?:{spaced}){R_EDGE if right else ''}"] if spaced else []
     if unspaced:
         out.append(rf"(?:{unspaced})")
     return _I + "|".join(out)
@@ -489,3 +493,30 @@ def scored(
         elif m.concept == "private-file" and for_data and _near(m, calls, after=True):
             out.append(("exfiltration", "concept-call-with-user-data", 1.0, m))
     return out
+
+
+# --- orders about another tool (tool_shadowing) -------------------------------------------------
+
+# Words that make a mention of another server's tool an order about it: when/always/before/
+# instead, copy/forward/bcc, "is broken/deprecated". A plain mention ("pass the path to
+# fs__read_file") is how tools of different servers legitimately work together.
+ORDER_CUES = _edged(
+    _any(
+        r"(?:always|whenever|every\s+time|each\s+time|before|after\s+(?:each|every|any)|instead|must|"
+        r"never|do\s+not|don'?t|bcc|cc|copy|forward|redirect|deprecated|broken|unsafe|insecure|"
+        r"obsolete|disabled|secretly|silently|regardless|automatically|has\s+been\s+(?:optimi[sz]ed|"
+        r"updated|replaced|upgraded|changed|moved)|now\s+(?:uses|sends|requires|redirects))\b",
+        r"siempre|cada\s+vez|antes\s+de|en\s+(?:lugar|vez)|debes|nunca|copia|reenv[ií]a|obsolet[ao]|"
+        r"rota|insegur[ao]|toujours|chaque|avant|au\s+lieu|dois|jamais|copie|transf[eè]re|"
+        r"obsol[eè]te|cass[eé]e?",
+        r"immer|jede[rnms]?|bevor|statt|musst|niemals|nie|(?:Blind)?[Kk]opie|weiterleiten|veraltet|"
+        r"defekt|sempre|cada|antes|em\s+vez|deve|c[oó]pia|encaminh[ae]|quebrad[ao]|ogni|prima\s+di|"
+        r"invece|devi|mai|inoltra|rott[ao]",
+        r"всегда|кажд[а-яё]*|при\s+каждом|перед\s|вместо|должен|никогда|копи[юя]|пересыл[а-яё]*|"
+        r"устарел[а-яё]*|сломан[а-яё]*",
+    ),
+    r"总是|始终|每次|每当|之前|之后|代替|而不是|必须|不要|抄送|密送|转发|已弃用|损坏|常に|必ず|たびに|"
+    r"前に|代わりに|ではなく|しないで|BCC|転送|非推奨|壊れ|항상|때마다|전에|대신|반드시|하지\s*마|"
+    r"참조|전달|고장|دائم|كل\s+مرة|قبل|بدلا|يجب|نسخة|مخفية|أعد\s+توجيه|معطل",
+    right=True,
+)
