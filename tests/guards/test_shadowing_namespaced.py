@@ -1,3 +1,4 @@
+# ruff: noqa: RUF001  (non-English text by design)
 """tool_shadowing: a reference to another upstream's tool under every name it is reachable by
 (`fx__send_email`, another alias's `mail__send_email`), and only when the text gives an order
 about it (a plain mention is how tools of two servers work together)."""
@@ -38,7 +39,7 @@ def test_orders_about_another_servers_tool_are_shadowing(description: str) -> No
 @pytest.mark.parametrize(
     "description",
     [
-        "Exports a note as Markdown. The result can be attached to a mail sent with fx__send_email.",
+        "Exports a note as Markdown; attach the result to a mail sent with fx__send_email.",
         "Returns the file path of a note; pass it to fs__read_file to read the raw file.",
         "Возвращает путь к файлу заметки; его можно передать в fs__read_file.",
         "Links a note to an issue created with the mail server's send_email tool.",
