@@ -31,6 +31,21 @@ def load_rows(path: Path | None = None, text: str | None = None) -> list[dict[st
     return [json.loads(line) for line in text.splitlines() if line.strip()]
 
 
+def open_sealed(directory: Path, stem: str = "round5") -> str:
+    """The plaintext of a sealed set (`<stem>.jsonl.fernet` with `<stem>.key`), decrypted in
+    memory and checked against `<stem>.sha256`; ValueError when it does not match."""
+    import hashlib
+
+    from cryptography.fernet import Fernet  # only for this command
+
+    key = (directory / f"{stem}.key").read_bytes().strip()
+    data = Fernet(key).decrypt((directory / f"{stem}.jsonl.fernet").read_bytes())
+    expected = (directory / f"{stem}.sha256").read_text().strip()
+    if hashlib.sha256(data).hexdigest() != expected:
+        raise ValueError(f"SHA-256 of the opened {stem} set does not match {stem}.sha256")
+    return data.decode("utf-8")
+
+
 class Judge:
     """The three default guards, built once."""
 
