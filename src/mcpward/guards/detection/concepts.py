@@ -432,7 +432,8 @@ _ADDRESSES = ("open-url-slot", "email-address")
 def marker_rules(for_data: bool = False) -> list[Rule]:
     """The markers a definition (or returned data) is read for; ties need both of their ends."""
     wanted = {c.id for c in CONCEPTS if (c.data_weight if for_data else c.weight) > 0}
-    wanted |= {"user-data", *_ADDRESSES} | ({"tool-call"} if for_data else set())
+    # (in data only a URL's open slot is an address: e-mail addresses fill logs and mail)
+    wanted |= {"user-data", "open-url-slot"} | ({"tool-call"} if for_data else {"email-address"})
     return [
         Rule(MARKER_FAMILY, c.id, c.pattern, 0.0, max_hits=8) for c in CONCEPTS if c.id in wanted
     ]
