@@ -46,6 +46,11 @@ def open_sealed(directory: Path, stem: str = "round5") -> str:
     return data.decode("utf-8")
 
 
+def _as_tool(tool: Any) -> dict[str, Any]:
+    """Another server's tool: a definition, or only its name (the sealed set lists names)."""
+    return tool if isinstance(tool, dict) else {"name": str(tool), "inputSchema": {}}
+
+
 class Judge:
     """The three default guards, built once."""
 
@@ -63,7 +68,8 @@ class Judge:
             return bool(self.injection.flagged_texts(payload))
         if kind == "cross_server":
             server, tool = row["server"], row["tool"]
-            others: dict[str, Any] = row.get("other_servers") or {}
+            others = {uid: [_as_tool(t) for t in tools] for uid, tools in
+                      (row.get("other_servers") or {}).items()}  # fmt: skip
             catalog = {**others, server: [tool]}
             order = [*others, server]  # the row's server comes last: it gives way
             return bool(find_shadowing(server, [tool], catalog, order, self.shadowing))
