@@ -1,8 +1,8 @@
 """tool_poisoning's escalate-only tier 2 for first sight, against the scripted OpenAI-compatible
 stand-in process (tests/fixtures/openai_stub.py) through the egress-filtered client: a definition
-scored just under the threshold is asked once (cached by its hash); HOLD drops it and denies a
-call to it; PROCEED and every failure leave the deterministic verdict; an item the detector drops
-is never asked, and neither is one under the floor."""
+scored just under the threshold is asked once, in the background (cached by its hash); from a
+HOLD on, lists drop it and calls are denied; PROCEED and every failure leave the deterministic
+verdict; an item the detector drops is never asked, and neither is one under the floor."""
 
 from __future__ import annotations
 
@@ -82,7 +82,10 @@ async def test_hold_drops_a_borderline_definition_once_asked(
     guard = await guard_with(stub, tmp_path)
     assert guard.judge(BORDERLINE).score == 0.5 and not guard.judge(BORDERLINE).flagged
     try:
-        assert await listed(guard, [BORDERLINE, PLAIN, DROPPED]) == ["list_files"]
+        # the first list is judged at once (a pure guard never waits); the consult runs behind it
+        assert await listed(guard, [BORDERLINE, PLAIN, DROPPED]) == ["buscar_notas", "list_files"]
+        assert guard.first_sight is not None
+        await guard.first_sight.wait()
         assert len(stub.requests()) == 1  # only the borderline item was asked
         sent = stub.requests()[0]["body"]["messages"][1]["content"]
         assert "buscar_notas" in sent and "list_files" not in sent
@@ -103,7 +106,11 @@ async def test_anything_but_hold_leaves_the_deterministic_verdict(
     guard = await guard_with(stub, tmp_path)
     try:
         assert await listed(guard, [BORDERLINE, PLAIN, DROPPED]) == ["buscar_notas", "list_files"]
+        assert guard.first_sight is not None
+        await guard.first_sight.wait()
         assert len(stub.requests()) == 1
+        assert await listed(guard, [BORDERLINE, PLAIN]) == ["buscar_notas", "list_files"]
+        assert len(stub.requests()) == 1  # a failure is remembered too: asked once
     finally:
         await guard.close()
 
@@ -115,6 +122,8 @@ async def test_a_hanging_model_times_out_and_changes_nothing(
     guard = await guard_with(stub, tmp_path, deadline_s=0.3)
     try:
         assert await listed(guard, [BORDERLINE]) == ["buscar_notas"]
+        assert guard.first_sight is not None
+        await guard.first_sight.wait()
         assert not guard.judge(BORDERLINE).flagged
     finally:
         await guard.close()
@@ -127,6 +136,8 @@ async def test_proceed_never_lets_through_what_the_detector_drops(
     guard = await guard_with(stub, tmp_path)
     try:
         assert await listed(guard, [DROPPED]) == []
+        assert guard.first_sight is not None
+        await guard.first_sight.wait()
         assert stub.requests() == []  # over the threshold: never asked
     finally:
         await guard.close()

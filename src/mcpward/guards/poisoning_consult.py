@@ -1,7 +1,9 @@
 """tool_poisoning's tier 2 for first sight: a definition the detector scores just under its
-threshold is asked of the operator's model once (cached by the definition's hash). Escalate-only:
-HOLD drops it; PROCEED and every failure (timeout, refusal, bad answer, unreachable) leave the
-deterministic verdict, and an item the detector drops is never asked.
+threshold is asked of the operator's model once (cached by the definition's hash), in the
+background (tool_poisoning is a pure guard: its hooks never await). Escalate-only: once HOLD is
+the answer, every list drops the item and every call to it is denied; PROCEED and every failure
+(timeout, refusal, bad answer, unreachable) leave the deterministic verdict, and an item the
+detector drops is never asked.
 """
 
 from __future__ import annotations
@@ -41,6 +43,8 @@ class FirstSightConsult:
         self.asker = asker
         self.cache = VerdictCache(settings.cache_size)
         self._slots = asyncio.Semaphore(settings.max_concurrent)
+        self._pending: set[str] = set()
+        self._tasks: set[asyncio.Task[None]] = set()
 
     def _key(self, digest: str) -> tuple[str, str, str]:
         return (self.settings.model, "first-sight", digest)
@@ -48,17 +52,28 @@ class FirstSightConsult:
     def verdict(self, item: Any) -> ConsultVerdict | None:
         return self.cache.get(self._key(definition_hash(item)))
 
-    async def ask_all(self, kind: str, items: Sequence[tuple[str, Any]]) -> None:
-        """Ask about every (name, definition) not answered yet, concurrently, within one
-        deadline; an unanswered one is cached as its failure (asked once)."""
-        todo: dict[str, tuple[str, Any]] = {}
+    def ask_later(self, kind: str, items: Sequence[tuple[str, Any]]) -> None:
+        """Ask, in the background, about every (name, definition) neither answered nor being
+        asked (at most `max_pending` at once); an unanswered one is cached as its failure."""
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # offline use: nothing can be asked
+            return
         for name, item in items:
             digest = definition_hash(item)
-            if self.cache.get(self._key(digest)) is None:
-                todo.setdefault(digest, (name, item))
-        if not todo:
-            return
-        await asyncio.gather(*(self._ask(kind, d, n, i) for d, (n, i) in todo.items()))
+            if digest in self._pending or self.cache.get(self._key(digest)) is not None:
+                continue
+            if len(self._pending) >= self.settings.max_pending:
+                break
+            self._pending.add(digest)
+            task = loop.create_task(self._ask(kind, digest, name, item))
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+
+    async def wait(self) -> None:
+        """Until every consult in flight has its verdict (each bounds itself by the deadline)."""
+        if self._tasks:
+            await asyncio.wait(set(self._tasks), timeout=self.settings.deadline_s + 1.0)
 
     async def _ask(self, kind: str, digest: str, name: str, item: Any) -> None:
         answer = ConsultAnswer(ConsultOutcome.ERROR)
@@ -75,9 +90,14 @@ class FirstSightConsult:
             answer.outcome, self.settings.model, (TRIGGER,), answer.reason, time.time()
         )
         self.cache.put(self._key(digest), verdict)
+        self._pending.discard(digest)
         log.info("first-sight consult: %s", verdict.outcome.value)
 
     async def close(self) -> None:
+        for task in list(self._tasks):
+            task.cancel()
+        if self._tasks:
+            await asyncio.wait(set(self._tasks))
         await self.asker.aclose()
 
 

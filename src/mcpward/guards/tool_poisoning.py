@@ -160,18 +160,16 @@ class ToolPoisoningGuard(Guard):
                 return replace(verdict, flagged=True, findings=[*findings, CONSULT_FINDING])
         return verdict
 
-    async def _consult(self, subject: Subject, what: str) -> None:
-        """Ask tier 2 about the borderline items of a list not asked about yet (bounded by the
-        consult's deadline; every failure leaves the deterministic verdict)."""
-        items = subject.payload if isinstance(subject.payload, list) else []
-        if self.first_sight is None or not items:
-            return
-        asked = []
-        for item in items:
-            verdict = self.judge(item)
-            if self.borderline(verdict) and self.first_sight.verdict(item) is None:
-                asked.append((verdict.name, item))
-        await self.first_sight.ask_all(what.rstrip("s"), asked)
+    def _consult(self, what: str, items: list[Any], verdicts: list[ItemVerdict]) -> None:
+        """Ask tier 2, in the background, about the borderline items of a list not asked about
+        yet; its HOLD applies from its answer on (every failure leaves the verdict)."""
+        if self.first_sight is not None:
+            asked = [
+                (v.name, item)
+                for item, v in zip(items, verdicts, strict=True)
+                if self.borderline(v) and self.first_sight.verdict(item) is None
+            ]
+            self.first_sight.ask_later(what.rstrip("s"), asked)
 
     def judge_all(self, items: list[Any]) -> list[ItemVerdict]:
         return [self.judge(item) for item in items]
@@ -179,6 +177,7 @@ class ToolPoisoningGuard(Guard):
     def _decide(self, subject: Subject, ctx: GuardContext, what: str) -> Decision:
         items = subject.payload if isinstance(subject.payload, list) else []
         verdicts = self.judge_all(items)
+        self._consult(what, items, verdicts)
         flagged = [v for v in verdicts if v.flagged]
         if not flagged:
             return Allow()
@@ -249,13 +248,10 @@ class ToolPoisoningGuard(Guard):
         return self._check_call("resource", subject.name or "", ctx)
 
     async def on_tools_list(self, subject: Subject, ctx: GuardContext) -> Decision:
-        await self._consult(subject, "tools")
         return self._decide(subject, ctx, "tools")
 
     async def on_prompts_list(self, subject: Subject, ctx: GuardContext) -> Decision:
-        await self._consult(subject, "prompts")
         return self._decide(subject, ctx, "prompts")
 
     async def on_resources_list(self, subject: Subject, ctx: GuardContext) -> Decision:
-        await self._consult(subject, "resources")
         return self._decide(subject, ctx, "resources")
