@@ -222,5 +222,47 @@ def register(app: typer.Typer) -> None:
                         soft_wrap=True,
                     )
 
+    @eval_app.command("round5")
+    def round5_dev(
+        rows_file: Annotated[
+            Path | None,
+            typer.Option("--rows", help="JSONL rows; default: our round-5 development set."),
+        ] = None,
+        verbose: Annotated[bool, typer.Option("--verbose", help="List misses (ids).")] = False,
+    ) -> None:
+        """Round-5 rows (definitions, results, cross-server) through the default guards."""
+        from mcpward.evaluation import round5
+
+        cells = round5.tabulate(round5.load_rows(rows_file))
+        typer.echo(round5.markdown(cells))
+        if verbose:
+            for key, cell in sorted(cells.items()):
+                for miss in cell.misses:
+                    typer.echo(f"{key}: {miss}", err=True)
+
+    @eval_app.command("sealed")
+    def sealed(
+        directory: Annotated[Path, typer.Option("--dir", help="The sealed set's folder.")] = Path(
+            "tests/evaluation/sealed"
+        ),
+        stem: Annotated[str, typer.Option("--stem", help="The set's file stem.")] = "round5",
+        verbose: Annotated[bool, typer.Option("--verbose", help="List misses (ids).")] = False,
+    ) -> None:
+        """Open a sealed set in memory (checking its SHA-256) and run the default guards on it.
+        Run it once, after the rules are final: the set is development data from then on."""
+        from mcpward.evaluation import round5
+
+        try:
+            text = round5.open_sealed(directory, stem)
+        except ValueError as exc:
+            Console(stderr=True).print(f"[red]{exc}[/red]", highlight=False)
+            raise typer.Exit(1) from None
+        cells = round5.tabulate(round5.load_rows(text=text))
+        typer.echo(round5.markdown(cells))
+        if verbose:
+            for key, cell in sorted(cells.items()):
+                for miss in cell.misses:
+                    typer.echo(f"{key}: {miss}", err=True)
+
 
 __all__ = ["load_upstreams", "register", "scan_upstreams"]

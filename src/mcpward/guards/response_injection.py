@@ -11,6 +11,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from mcpward.guards.detection.concepts import DATA_MARKER_RULES
 from mcpward.guards.detection.extract import MAX_DEPTH, StructureLimit, key_path
 from mcpward.guards.detection.families import (
     INJECTION_ONLY_RULES,
@@ -20,7 +21,12 @@ from mcpward.guards.detection.families import (
 from mcpward.guards.detection.language_gate import MARKER, foreign_windows
 from mcpward.guards.detection.multilingual import MULTILINGUAL_INSTRUCTION_RULES
 from mcpward.guards.detection.regex import compile_pending
-from mcpward.guards.detection.scanner import ContentScanner, CustomPattern, Finding, score
+from mcpward.guards.detection.scanner import (
+    ContentScanner,
+    CustomPattern,
+    Finding,
+    definition_score,
+)
 from mcpward.pipeline.context import GuardContext
 from mcpward.pipeline.decisions import AddWarning, Allow, Decision, Deny, Modify, ReplacePayload
 from mcpward.pipeline.guard import Guard
@@ -29,7 +35,8 @@ from mcpward.pipeline.spec import GuardSpec
 from mcpward.pipeline.subject import Subject
 from mcpward.pipeline.texts import NON_PROSE_KEYS, PayloadTexts, payload_texts, render_path
 
-DATA_RULES = INSTRUCTION_RULES + INJECTION_ONLY_RULES
+# The concept markers (concepts.py) are weighed as returned data and scored together.
+DATA_RULES = INSTRUCTION_RULES + INJECTION_ONLY_RULES + DATA_MARKER_RULES
 # The eight languages' instruction rules, run only on the stretches the language gate picks
 # (the whole set on every result would cost about 23 ms per MiB). A quoted or named tool alone
 # is no instruction in returned data, so those weak cues stay out.
@@ -93,6 +100,7 @@ class ResponseInjectionGuard(Guard):
             unicode_weights={"invisible-text": 1.0, "homoglyph": 0.5},
             strict_unicode=False,
             gates=[MARKER],  # in the same set pass: no extra pass over English results
+            data_concepts=True,
         )
         self.foreign = ContentScanner(  # Unicode checks already ran on the whole text
             FOREIGN_DATA_RULES,
@@ -111,7 +119,7 @@ class ResponseInjectionGuard(Guard):
                 Finding(f.family, f.rule, f.path, f.start + lo, f.end + lo, f.weight)
                 for f in self.foreign.scan_text(text[lo:hi], path)
             ]
-        return TextVerdict(path, score(findings), findings)
+        return TextVerdict(path, definition_score(findings), findings)
 
     def flagged_texts(
         self,
@@ -133,7 +141,7 @@ class ResponseInjectionGuard(Guard):
             verdict = self.scan_text(text, "$", with_rules)
             if expected:
                 kept = [f for f in verdict.findings if f.family not in expected]
-                verdict = TextVerdict(verdict.path, score(kept), kept)
+                verdict = TextVerdict(verdict.path, definition_score(kept), kept)
             if verdict.score >= self.threshold:
                 path = render_path(link)  # rendered only for what is reported
                 findings = [replace(f, path=path) for f in verdict.findings]

@@ -7,11 +7,12 @@ leaving it out of the list alone would not stop a client that knows the name.
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass
-from typing import Any, Literal
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from mcpward.guards.detection.concepts import MARKER_RULES
 from mcpward.guards.detection.families import (
     ENCODED_RULES,
     INSTRUCTION_RULES,
@@ -25,7 +26,7 @@ from mcpward.guards.detection.scanner import (
     ContentScanner,
     CustomPattern,
     Finding,
-    score,
+    definition_score,
 )
 from mcpward.guards.hidden_items import lists_unreadable
 from mcpward.pipeline.context import GuardContext
@@ -34,9 +35,18 @@ from mcpward.pipeline.guard import Guard
 from mcpward.pipeline.spec import GuardSpec
 from mcpward.pipeline.subject import Subject
 
+if TYPE_CHECKING:
+    from mcpward.guards.poisoning_consult import FirstSightConsult
+    from mcpward.pipeline.services import GatewayServices
+
 # The instruction rules carry preference manipulation (English and the eight languages).
+# The concept markers (concepts.py) are scored together, by co-occurrence, not one by one.
 DEFINITION_RULES = (
-    INSTRUCTION_RULES + MULTILINGUAL_INSTRUCTION_RULES + POISONING_ONLY_RULES + ENCODED_RULES
+    INSTRUCTION_RULES
+    + MULTILINGUAL_INSTRUCTION_RULES
+    + POISONING_ONLY_RULES
+    + ENCODED_RULES
+    + MARKER_RULES
 )
 MAX_REPORTED_FINDINGS = 20  # per item, in evidence; the score uses all of them
 
@@ -58,7 +68,19 @@ class ToolPoisoningOptions(BaseModel):
         default_factory=list, description="Built-in families to switch off, by id."
     )
 
+    consult_floor: float = Field(
+        default=0.5,
+        ge=0,
+        le=100,
+        description="With a `consult:` section: an item first seen scoring at least this (and "
+        "under the threshold) is asked of the tier-2 model once; HOLD drops it, anything else "
+        "leaves the verdict. 0: never ask.",
+    )
+
     _known = field_validator("disabled_families")(check_family_ids)
+
+
+CONSULT_FINDING = Finding("consult", "tier2-hold", "$", 0, 0, 0.0)
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,14 +133,47 @@ class ToolPoisoningGuard(Guard):
         )
         self.threshold = options.threshold
         self.action = options.action
+        self.first_sight: FirstSightConsult | None = None
+
+    async def attach(self, services: GatewayServices) -> None:
+        settings = services.consult
+        if settings is not None and settings.enabled and self.options.consult_floor > 0:
+            from mcpward.guards.poisoning_consult import build_first_sight
+
+            self.first_sight = build_first_sight(settings, services)
+
+    async def close(self) -> None:
+        if self.first_sight is not None:
+            await self.first_sight.close()
+
+    def borderline(self, verdict: ItemVerdict) -> bool:
+        """Scored under the threshold but at least the consult floor: worth asking tier 2."""
+        floor = self.options.consult_floor
+        return not verdict.flagged and floor > 0 and verdict.score >= floor
 
     def warm(self) -> None:
         compile_pending()  # this kind's rule sets, off the event loop
 
     def judge(self, item: Any) -> ItemVerdict:
         findings = self.scanner.scan_definition(item)
-        value = score(findings)
-        return ItemVerdict(item_name(item), value, value >= self.threshold, findings)
+        value = definition_score(findings)
+        verdict = ItemVerdict(item_name(item), value, value >= self.threshold, findings)
+        if self.first_sight is not None and self.borderline(verdict):
+            answer = self.first_sight.verdict(item)  # escalate-only: HOLD drops, else as is
+            if answer is not None and answer.escalates:
+                return replace(verdict, flagged=True, findings=[*findings, CONSULT_FINDING])
+        return verdict
+
+    def _consult(self, what: str, items: list[Any], verdicts: list[ItemVerdict]) -> None:
+        """Ask tier 2, in the background, about the borderline items of a list not asked about
+        yet; its HOLD applies from its answer on (every failure leaves the verdict)."""
+        if self.first_sight is not None:
+            asked = [
+                (v.name, item)
+                for item, v in zip(items, verdicts, strict=True)
+                if self.borderline(v) and self.first_sight.verdict(item) is None
+            ]
+            self.first_sight.ask_later(what.rstrip("s"), asked)
 
     def judge_all(self, items: list[Any]) -> list[ItemVerdict]:
         return [self.judge(item) for item in items]
@@ -126,6 +181,7 @@ class ToolPoisoningGuard(Guard):
     def _decide(self, subject: Subject, ctx: GuardContext, what: str) -> Decision:
         items = subject.payload if isinstance(subject.payload, list) else []
         verdicts = self.judge_all(items)
+        self._consult(what, items, verdicts)
         flagged = [v for v in verdicts if v.flagged]
         if not flagged:
             return Allow()
@@ -167,10 +223,16 @@ class ToolPoisoningGuard(Guard):
                 item = _named(snap.prompts, name)
             else:  # a resource by its URI (a URI only a template matches is not judged here)
                 item = next((r for r in snap.resources if r.get("uri") == name), None)
-            verdicts[key] = None if item is None else self.judge(item)
+            judged = None if item is None else self.judge(item)
+            if judged is not None and self.first_sight is not None and self.borderline(judged):
+                return self._denied(what, name, ctx, judged) if judged.flagged else Allow()
+            verdicts[key] = judged  # (a borderline one may still be escalated: not kept)
         verdict = verdicts[key]
         if verdict is None or not verdict.flagged:
             return Allow()  # an unlisted name is rug_pull's (`unlisted_item`)
+        return self._denied(what, name, ctx, verdict)
+
+    def _denied(self, what: str, name: str, ctx: GuardContext, verdict: ItemVerdict) -> Decision:
         families = sorted({f.family for f in verdict.findings})
         return Deny(
             code="poisoned_item",

@@ -15,8 +15,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from mcpward.guards.detection.concepts import MARKER_RULES, ORDER_CUES
 from mcpward.guards.detection.extract import StructureLimit, definition_texts
-from mcpward.guards.detection.families import ENGLISH_PREFERENCE_RULES, POISONING_ONLY_RULES
+from mcpward.guards.detection.families import ENGLISH_PREFERENCE_RULES, POISONING_ONLY_RULES, Rule
 from mcpward.guards.detection.multilingual import MULTILINGUAL_PREFERENCE_RULES
 from mcpward.guards.detection.names import collision_key
 from mcpward.guards.detection.regex import compile_pending
@@ -30,7 +31,7 @@ from mcpward.pipeline.services import CatalogView, GatewayServices
 from mcpward.pipeline.spec import GuardSpec
 from mcpward.pipeline.subject import Subject
 
-_IDENTIFIER = re.compile(r"[A-Za-z][A-Za-z0-9_.\-]{2,63}")
+_IDENTIFIER = re.compile(r"[A-Za-z][A-Za-z0-9_.\-/:]{2,127}")
 # A plain word counts as a tool reference only when quoted and called a tool: "the `search` tool".
 _QUOTED_TOOL = re.compile(
     r"[`'\"]([A-Za-z][A-Za-z0-9_.\-]{2,63})[`'\"]\s+(?:tool|function)\b|"
@@ -55,6 +56,15 @@ _PROMOTION = ContentScanner(
     + ENGLISH_PREFERENCE_RULES
     + MULTILINGUAL_PREFERENCE_RULES
 )
+
+# What makes a mention of another server's tool an order about it: an order cue or any concept
+# of tool_poisoning's co-occurrence scoring, in the same text field.
+_ORDERS = ContentScanner(
+    [r for r in MARKER_RULES if r.id not in ("other-tools", "email-address")]
+    + [Rule("cross-tool", "order-cue", ORDER_CUES, max_hits=1)]
+)
+# The separators a gateway puts between a server and a tool name (`fx__send_email`, `fx.send`).
+NAMESPACE_SEPARATORS = ("__", ".", "/", ":")
 
 
 class ToolShadowingOptions(BaseModel):
@@ -202,6 +212,8 @@ def find_shadowing(
                     (uid, other)
                 )
                 other_names.setdefault(name.casefold(), (uid, name))
+                for sep in NAMESPACE_SEPARATORS:  # every name the tool is reachable by
+                    other_names.setdefault(f"{uid}{sep}{name}".casefold(), (uid, name))
                 all_others.append((uid, other))
     own_names = {str(t.get("name", "")).casefold() for t in tools}
     wanted = {_parameters(t)[0] for t in tools} if options.check_renamed_copies else set()
@@ -290,6 +302,25 @@ def _collision(
     return None
 
 
+def _other_key(key: str, own: set[str], others: Mapping[str, tuple[str, str]]) -> str | None:
+    """The key under which a word names another upstream's tool: the word itself, or the part
+    after a namespace separator (`srv__send_email` under an alias the catalog does not know)."""
+    if key in own:
+        return None
+    if key in others:
+        return key
+    for sep in NAMESPACE_SEPARATORS:
+        _, found, tail = key.rpartition(sep)
+        if found and tail not in own and tail in others and _distinctive(tail):
+            return tail
+    return None
+
+
+def _orders(text: str) -> bool:
+    """The text gives orders (an order cue or a poisoning concept), not a plain mention."""
+    return bool(_ORDERS.scan_text(text))
+
+
 def _reference(
     tool: Mapping[str, Any], own: set[str], others: dict[str, tuple[str, str]]
 ) -> Shadowing | None:
@@ -303,11 +334,11 @@ def _reference(
         quoted = {m.group(1) or m.group(2) for m in _QUOTED_TOOL.finditer(text.text)}
         quoted |= {m.group(1) for m in _NAMED_TOOL.finditer(text.text)}
         for match in _IDENTIFIER.finditer(text.text):
-            word = match.group(0).rstrip(".-")
-            key = word.casefold()
-            if key in own or key not in others:
+            word = match.group(0).rstrip(".-/:")
+            key = _other_key(word.casefold(), own, others)
+            if key is None:
                 continue
-            if _distinctive(word) or word in quoted:
+            if (_distinctive(word) or word in quoted) and _orders(text.text):
                 uid, other = others[key]
                 return Shadowing(
                     str(tool.get("name")), "references-other-upstream", uid, other, text.path

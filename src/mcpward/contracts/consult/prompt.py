@@ -101,9 +101,31 @@ def consulted_data(
             for c in changes[:MAX_CHANGES]
         ],
     }
+    return _escaped(data, max_chars)
+
+
+def _escaped(data: dict[str, Any], max_chars: int) -> str:
+    """JSON with `<`, `>` and `&` escaped (no delimiter line can form inside) and non-ASCII
+    escaped (nothing invisible survives), bounded by `max_chars`."""
     text = json.dumps(data, ensure_ascii=True, sort_keys=True)
     text = text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
     return text[:max_chars]
+
+
+def first_sight_data(item_kind: str, item_name: str, definition: Any, max_chars: int) -> str:
+    """A definition seen for the first time, asked as a change from nothing to it (the same
+    system prompt and delimiting as a change)."""
+    data = {
+        "item_kind": item_kind,
+        "item_name": _clip(item_name, 128),
+        "structural_change_kinds": ["first_sight"],
+        "why_asked": ["poisoning_below_threshold"],
+        "description_before": None,
+        "description_after": _clip(_description(definition), max_chars // 3),
+        "changes": [{"kind": "first_sight", "path": "$", "before": None,
+                     "after": _clip(definition, max_chars // 2)}],
+    }  # fmt: skip
+    return _escaped(data, max_chars)
 
 
 def messages(data: str, nonce: str | None = None) -> list[dict[str, str]]:

@@ -41,6 +41,17 @@ FAMILIES: dict[str, str] = {
     "[INST], 'system:' lines)",
     "agent-directive": "instructions addressed to the AI reading the data ('in your response', "
     "'as an AI assistant you must', 'include the following code')",
+    "user-override": "orders to override, ignore or deceive the user ('even if the user asks "
+    "for another one')",
+    "global-scope": "orders over the whole conversation ('from now on', 'in every answer') or "
+    "every use ('whenever', 'after each')",
+    "out-of-scope-action": "actions outside any tool's job: destructive SQL or shell statements, "
+    "deleting all files",
+    "outside-destination": "an outside address: a URL with an open query slot, an e-mail address",
+    "forged-boundary": "an end-of-output or closing tool tag forged inside returned data",
+    "hidden-markup": "markup that hides text from a human reader (display:none, comments)",
+    "consult": "the tier-2 model answered HOLD about a definition first seen just under the "
+    "threshold (tool_poisoning with `consult:`)",
     "unscannable": "nested deeper or holding more strings than the scanner walks (fails closed)",
     "custom": "patterns from the guard's configuration",
 }
@@ -488,7 +499,9 @@ INJECTION_ONLY_RULES: list[Rule] = [
     Rule(
         "role-marker",
         "role-line",
-        r"(?m)^\s*(?:#{1,4}\s*)?(?:system|System|SYSTEM|assistant|Assistant|ASSISTANT)\s*:\s+\S",
+        # Prose after the role, not a YAML value (`system: production`).
+        r"(?m)^\s*(?:#{1,4}\s*)?(?:system|System|SYSTEM|assistant|Assistant|ASSISTANT)\s*:[ \t]+"
+        r"\S+(?:[ \t]+\S+){2}",
     ),
     Rule(
         "role-marker",

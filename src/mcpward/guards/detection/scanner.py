@@ -11,6 +11,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from mcpward.guards.detection.concepts import CONCEPT_RULE_PREFIX, MARKER_FAMILY, Marker, scored
 from mcpward.guards.detection.extract import FieldText, StructureLimit, definition_texts
 from mcpward.guards.detection.families import FAMILIES, Rule
 from mcpward.guards.detection.regex import MultiPattern, compile_pattern
@@ -104,6 +105,15 @@ def score(findings: Iterable[Finding]) -> float:
     return round(sum(best.values()), 6)
 
 
+def definition_score(findings: Sequence[Finding]) -> float:
+    """The score of a definition: the rule findings as `score` adds them, or the concepts'
+    co-occurrence (with the strong rule findings), whichever is higher. Weak rule cues that real
+    servers write every day (a quoted name, "you must call X first") do not add to concepts."""
+    rules = [f for f in findings if not f.rule.startswith(CONCEPT_RULE_PREFIX)]
+    concepts = [f for f in findings if f.rule.startswith(CONCEPT_RULE_PREFIX) or f.weight >= 1.0]
+    return max(score(rules), score(concepts))
+
+
 def family_counts(findings: Iterable[Finding]) -> dict[str, int]:
     return dict(sorted(Counter(f.family for f in findings).items()))
 
@@ -121,11 +131,13 @@ class ContentScanner:
         name_rules: Sequence[Rule] = (),
         max_text_chars: int = 16 * 1024 * 1024,
         gates: Sequence[str] = (),
+        data_concepts: bool = False,
     ) -> None:
         """`gates`: patterns run in the same set pass as the rules, never findings themselves;
         `scan_text_gated` says which of them match (a cheap signal for a second, costlier
         scan)."""
-        disabled = set(disabled_families)
+        self.data_concepts = data_concepts  # concept markers weighed as returned data
+        disabled = self.disabled = set(disabled_families)
         unknown = disabled - set(FAMILIES)
         if unknown:
             raise ValueError(
@@ -149,14 +161,29 @@ class ContentScanner:
         self._joinable = not custom
 
     def scan_text(self, text: str, path: str = "$") -> list[Finding]:
-        return self._scan_text(text, path, with_rules=True)[0]
+        return self._resolve(self._scan_text(text, path, with_rules=True)[0])
+
+    def _resolve(self, findings: list[Finding]) -> list[Finding]:
+        """Concept markers (weight 0) become the findings of the concepts that count
+        (`concepts.scored`); the markers themselves are dropped."""
+        markers = [f for f in findings if f.family == MARKER_FAMILY]
+        if not markers:
+            return findings
+        out = [f for f in findings if f.family != MARKER_FAMILY]
+        for family, rule, weight, m in scored(
+            (Marker(f.rule, f.path, f.start, f.end) for f in markers), self.data_concepts
+        ):
+            if family not in self.disabled:
+                out.append(Finding(family, rule, m.path, m.start, m.end, weight))
+        return out
 
     def scan_text_gated(
         self, text: str, path: str = "$", with_rules: bool = True
     ) -> tuple[list[Finding], set[int]]:
         """Findings, and the indices (into `gates`) of the gates that match. `with_rules=False`:
         `may_match` said no rule or gate can match; only the Unicode checks run."""
-        return self._scan_text(text, path, with_rules)
+        findings, gated = self._scan_text(text, path, with_rules)
+        return self._resolve(findings), gated
 
     def may_match(self, texts: Sequence[str]) -> bool:
         """False when no rule or gate can match in any of the texts: most texts match nothing,
@@ -204,7 +231,7 @@ class ContentScanner:
                     for r in (self.name_rules[hit.index],)
                 ]
             findings += self._scan_text(field.text, field.path, with_rules)[0]
-        return findings
+        return self._resolve(findings)
 
     def scan_definition(self, item: Any) -> list[Finding]:
         """Findings over every readable string of a tool/prompt/resource definition."""
