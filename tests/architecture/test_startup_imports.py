@@ -38,6 +38,7 @@ HEAVY = (
     "jsonschema",
     "rich",
     "hypothesis",
+    "yaml",  # the quick form has no configuration file to read
 )
 # mcpward layers a default stdio gateway does not use
 UNUSED_LAYERS = (

@@ -6,7 +6,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import BaseModel, ValidationError
 
 from mcpward.config.models import GatewayConfig
@@ -184,6 +183,8 @@ def load_config(path: Path | str) -> LoadedConfig:
         raise ConfigError(
             source, [ConfigProblem("", f"cannot read the file: {exc.strerror}")]
         ) from None
+    import yaml  # a file's configuration only (the quick form has none to read)
+
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
