@@ -12,7 +12,7 @@ from mcpward.store.factory import StoreContext
 from mcpward.store.paths import state_dir_path
 from mcpward.wiring.checkup import Finding, Level, run_checks
 
-MARKS = {Level.OK: "ok  ", Level.NOTE: "note", Level.FIX: "FIX "}
+MARKS = {Level.OK: "ok  ", Level.NOTE: "note", Level.WARN: "WARN", Level.FIX: "FIX "}
 
 
 def _store(state_dir: Path | None, config: Path) -> StoreContext:
@@ -22,6 +22,26 @@ def _store(state_dir: Path | None, config: Path) -> StoreContext:
     except StoreChoiceError as exc:
         typer.echo(str(exc), err=True)
         raise typer.Exit(2) from None
+
+
+def _protections(config: Path) -> list[Finding]:
+    """Which protections the config has on; a warning for each one that is off."""
+    from mcpward.config.loader import ConfigError, load_config
+    from mcpward.config.protections import protection_states
+
+    try:
+        loaded = load_config(config)
+    except ConfigError as exc:
+        return [Finding(Level.FIX, "config", str(exc), f"mcpward config check {config}")]
+    states = protection_states(loaded)
+    on = [s.kind for s in states if s.state == "on"]
+    findings = [Finding(Level.OK, "protections", f"on: {', '.join(on)}")] if on else []
+    findings += [
+        Finding(Level.WARN, "protections", s.warning, f"see `mcpward config check {config}`")
+        for s in states
+        if s.warning
+    ]
+    return findings
 
 
 def _report(findings: list[Finding]) -> None:
@@ -55,4 +75,4 @@ def register(app: typer.Typer) -> None:
             _report(run_checks(state_dir_path(state_dir)))
             return
         store = _store(state_dir, config)
-        _report(run_checks(store.state_dir, store))
+        _report([*_protections(config), *run_checks(store.state_dir, store)])
