@@ -47,13 +47,20 @@ def _protections(config: Path) -> list[Finding]:
 def _report(findings: list[Finding]) -> None:
     for finding in findings:
         typer.echo(f"{MARKS[finding.level]}  {finding.subject}: {finding.message}")
+        if finding.level == Level.WARN and finding.fix:
+            typer.echo(f"      -> {finding.fix}")
     to_fix = [f for f in findings if f.level == Level.FIX]
     if to_fix:
         typer.echo("\nTo fix:")
         for finding in to_fix:
             typer.echo(f"  - {finding.subject}: {finding.fix or finding.message}")
         raise typer.Exit(1)
-    typer.echo("\nNothing needs fixing.")
+    warned = sum(f.level == Level.WARN for f in findings)
+    typer.echo(
+        f"\nNothing needs fixing; {warned} warning(s) above need a person."
+        if warned
+        else "\nNothing needs fixing."
+    )
 
 
 def register(app: typer.Typer) -> None:
@@ -75,4 +82,5 @@ def register(app: typer.Typer) -> None:
             _report(run_checks(state_dir_path(state_dir)))
             return
         store = _store(state_dir, config)
-        _report([*_protections(config), *run_checks(store.state_dir, store)])
+        found = [*_protections(config), *run_checks(store.state_dir, store)]
+        _report(sorted(found, key=lambda f: f.subject != "holds"))  # open holds lead

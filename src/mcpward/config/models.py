@@ -101,6 +101,12 @@ class GatewaySettings(Strict):
         "included); a session that would exceed it is refused (HTTP 503, or -32011 capacity).",
     )
     mode: Mode = Field(default=Mode.ENFORCE, description="enforce | shadow (record, do not block).")
+    console_url: str | None = Field(
+        default=None,
+        pattern=r"^https?://",
+        description="Where people review holds (`mcpward console`, or the HTTP front's "
+        "/console); named in every HOLD message a client gets.",
+    )
     relist_interval_s: float = Field(
         default=300.0,
         ge=0,

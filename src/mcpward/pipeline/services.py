@@ -98,3 +98,4 @@ class GatewayServices:
     # mcpward.store.factory so every replica of a fleet shares pins and holds
     store: StoreContext | None = None
     consult: ConsultSettings | None = None  # tier 2 of the drift gate; None = off (the default)
+    console_url: str | None = None  # the review console's address, named in HOLD messages

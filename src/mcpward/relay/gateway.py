@@ -184,6 +184,7 @@ class Gateway:
             http_client=_egress_http_client,
             store=store,
             consult=loaded.config.consult,
+            console_url=loaded.config.gateway.console_url,
         )
         for guard in gateway.pipeline.guards:
             try:
