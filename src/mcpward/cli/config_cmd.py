@@ -54,6 +54,22 @@ guards:
 """
 
 
+def _missing_commands(loaded: LoadedConfig) -> list[str]:
+    """Each stdio upstream whose command would not start, with the OS error."""
+    from mcpward.config.upstreams import StdioUpstream
+    from mcpward.upstreams.command_check import command_problem
+    from mcpward.upstreams.stdio import child_environment
+
+    found = []
+    for upstream in loaded.config.upstreams:
+        if not isinstance(upstream, StdioUpstream):
+            continue
+        problem = command_problem(upstream.command, child_environment(upstream), upstream.cwd)
+        if problem is not None:
+            found.append(f"upstreams: {upstream.id}: {problem}")
+    return found
+
+
 def _print_protections(console: Console, loaded: LoadedConfig) -> None:
     """Each protection on or off in plain words, then a warning for each that is not on."""
     console.print("  protections:")
@@ -84,6 +100,13 @@ def register(app: typer.Typer) -> None:
             Console(stderr=True).print(f"[red]{exc}[/red]", markup=True, highlight=False)
             raise typer.Exit(1) from None
         cfg = loaded.config
+        missing = _missing_commands(loaded)
+        if missing:
+            err = Console(stderr=True, soft_wrap=True)
+            err.print(f"[red]{file}: {len(missing)} upstream(s) cannot start[/red]")
+            for line in missing:
+                err.print(f"  - {line}", markup=False, highlight=False)
+            raise typer.Exit(1)
         console.print(
             f"[green]ok[/green] {file}: front {cfg.front.kind}, {len(cfg.upstreams)} upstream(s)"
         )

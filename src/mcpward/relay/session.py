@@ -350,10 +350,11 @@ class Session:
             return
         self._told_failed.add(link.id)
         reason = link.last_failure.value
+        problem = f": {link.last_problem}" if link.last_problem else ""
         data = {
             "upstream": link.id,
             "reason": reason,
-            "message": f"upstream {link.id!r} failed before serving anything ({reason}); "
+            "message": f"upstream {link.id!r} failed before serving anything ({reason}{problem}); "
             "mcpward restarts it with a growing backoff",
         }
         await self._send(
