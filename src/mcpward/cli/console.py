@@ -48,7 +48,8 @@ def host_policy(host: str, port: int, allowed_hosts: list[str]) -> HostOriginPol
     names = list(LOOPBACK_NAMES) if is_loopback_host(host) else []
     hosts = {f"{name}:{port}" for name in names} | {h.strip().lower() for h in allowed_hosts}
     origins = {f"http://{h}" for h in hosts} | {f"https://{h}" for h in hosts}
-    return HostOriginPolicy(frozenset(hosts), frozenset(), frozenset(origins))
+    setting = "--allowed-host HOST:PORT"
+    return HostOriginPolicy(frozenset(hosts), frozenset(), frozenset(origins), setting, setting)
 
 
 def register(app: typer.Typer) -> None:
