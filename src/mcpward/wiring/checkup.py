@@ -250,17 +250,20 @@ def check_runtimes(wired: list[ServerEntry]) -> list[Finding]:
         if name in EXECUTABLE_NAMES:
             continue
         if _missing(command):
+            absolute = PurePath(command).is_absolute()
             hint = (
                 "install Node.js (it brings npx)"
                 if name in NODE_COMMANDS
-                else f"install {command} or put it on PATH"
+                else (
+                    f"reinstall the server at {command} or wire its new path"
+                    if absolute
+                    else f"install {command} or put it on PATH"
+                )
             )
+            where = "does not exist or cannot be run" if absolute else "is not on PATH"
             findings.append(
                 Finding(
-                    Level.FIX,
-                    "runtime",
-                    f"{command!r}, which a wired server runs, is not on PATH",
-                    hint,
+                    Level.FIX, "runtime", f"{command!r}, which a wired server runs, {where}", hint
                 )
             )
     if any(PurePath(c).name.lower() in NODE_COMMANDS for c in commands):
