@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import socket
 from pathlib import Path
 
 from typer.testing import CliRunner
@@ -37,3 +38,16 @@ def test_a_loose_or_short_token_file_is_refused(tmp_path: Path) -> None:
     assert code == 2 and "24..512 characters" in out
     code, out = _run(tmp_path, ADMIN_TOKEN, 0o600, "--listen", "nonsense")
     assert code == 2 and "HOST:PORT" in out
+
+
+def test_a_port_in_use_fails_cleanly_before_the_success_line(tmp_path: Path) -> None:
+    """As `run` does: one sentence with the fix, exit 2, no "console on" line (issue #25)."""
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen(1)
+        port = taken.getsockname()[1]
+        code, out = _run(tmp_path, ADMIN_TOKEN, 0o600, "--listen", f"127.0.0.1:{port}")
+    assert code == 2, out
+    assert f"cannot listen on 127.0.0.1:{port}: Address already in use" in out
+    assert "--listen HOST:PORT" in out
+    assert "mcpward console on" not in out

@@ -5,6 +5,7 @@ Thin wiring: reads the config and the admin token file, builds `console.app`, ru
 
 from __future__ import annotations
 
+import socket
 from pathlib import Path
 from typing import Annotated
 
@@ -33,6 +34,23 @@ err = RichConsole(stderr=True, highlight=False)
 def _fail(message: str, code: int = 2) -> typer.Exit:
     err.print(Text(message, style="red"))
     return typer.Exit(code)
+
+
+def _listen(host: str, port: int) -> socket.socket:
+    """The console's listening socket; exit 2 with the fix if it cannot be had (as `run`)."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+        sock.listen(128)
+    except OSError as exc:
+        sock.close()
+        raise _fail(
+            f"cannot listen on {host}:{port}: {exc.strerror or exc}; stop what uses it or pick "
+            "another with --listen HOST:PORT"
+        ) from None
+    return sock
 
 
 def parse_listen(value: str) -> tuple[str, int]:
@@ -99,12 +117,14 @@ def register(app: typer.Typer) -> None:
             auth=AdminAuth(token),
             request_problem=host_policy(host, port, allowed_host or []).problem,
         )
+        sock = _listen(host, port)  # before the success line: a port in use fails cleanly
         err.print(f"mcpward console on http://{host}:{port}/ (state: {state_dir})")
-        uvicorn.run(
-            create_console_app(settings),
-            host=host,
-            port=port,
-            log_level="warning",
-            access_log=False,
-            server_header=False,
+        server = uvicorn.Server(
+            uvicorn.Config(
+                create_console_app(settings),
+                log_level="warning",
+                access_log=False,
+                server_header=False,
+            )
         )
+        server.run(sockets=[sock])

@@ -196,8 +196,8 @@ def plan_unwire(
         raise ConfigRefused(
             f"{path}: {'; '.join(conflicts)}. Unwiring would have to guess and could lose "
             "your edits, so nothing was written. Edit the entry by hand, or run "
-            f"`mcpward unwire {client.name} --force` to restore the backup taken before wiring (this discards "
-            "every change made to the file since)"
+            f"`mcpward unwire {client.name} --force` to restore the backup taken before wiring "
+            "(this discards every change made to the file since)"
         )
     after = parse_document(path, apply_edits(current.text, edits).encode("utf-8"), client)
     _verify_unwired(after, present)
