@@ -38,3 +38,14 @@ def test_license_and_changelog_are_there() -> None:
     assert "Apache License" in license_text and "Version 2.0, January 2004" in license_text
     changelog = (REPO_ROOT / "CHANGELOG.md").read_text(encoding="utf-8")
     assert changelog.startswith("# Changelog") and "replace_defaults" in changelog
+
+
+def test_one_config_schema_whichever_command_prints_it() -> None:
+    def printed(*args: str) -> str:
+        done = subprocess.run(
+            [sys.executable, "-m", "mcpward.cli.main", *args], capture_output=True, text=True
+        )
+        assert done.returncode == 0, done.stderr
+        return done.stdout
+
+    assert printed("config", "schema") == printed("schema", "config")

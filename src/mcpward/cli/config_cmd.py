@@ -9,7 +9,6 @@ import typer
 from rich.console import Console
 
 from mcpward.config.loader import ConfigError, LoadedConfig, load_config
-from mcpward.config.models import GatewayConfig
 from mcpward.config.protections import guards_origin, protection_states
 from mcpward.guards.kinds import resolve_guard_kind
 
@@ -131,8 +130,11 @@ def register(app: typer.Typer) -> None:
 
     @config_app.command("schema")
     def schema() -> None:
-        """Print the configuration's JSON Schema (for editor completion)."""
-        typer.echo(json.dumps(GatewayConfig.model_json_schema(), indent=2))
+        """Print the configuration's JSON Schema (for editor completion); the same document as
+        `mcpward schema config`."""
+        from mcpward.evidence.schemas import config_schema
+
+        typer.echo(json.dumps(config_schema(), indent=2))
 
     @config_app.command("init")
     def init(
