@@ -31,6 +31,15 @@ ADMIN_TOKEN = "console-admin-" + "k" * 32
 # a running gateway may not have signed its first checkpoint yet: `unsigned` is not a failure
 VERIFY_FINE = re.compile(r"^verify: (ok|unsigned)$")
 DOCS_SCREENSHOT = Path(__file__).resolve().parents[2] / "docs" / "img" / "console-holds.png"
+# each page, copied to docs/img with MCPWARD_UPDATE_DOCS_SCREENSHOT=1 (docs/console.md shows them)
+SCREENSHOTS = (
+    "console-holds.png",
+    "console-accepted.png",
+    "console-pins.png",
+    "console-receipts.png",
+    "console-guards.png",
+    "console-ledger.png",
+)
 
 if not CHROMIUM.exists():
     reason = f"{CHROMIUM} is missing (apt-get install chromium; .ci/run installs it)"
@@ -125,7 +134,22 @@ async def test_a_hold_is_accepted_in_the_browser_and_the_next_call_passes(
                 await expect(hold).to_be_visible()
                 await expect(hold.locator("table.changes")).to_contain_text("added-required-param")
                 await expect(hold.locator("pre.new")).to_contain_text("owner")
+                # risk shown and the change highlighted inline (issue #25)
+                await expect(hold).to_have_attribute("data-risk", "medium")
+                await expect(hold.locator(".risk-badge")).to_have_text("medium risk")
+                await expect(hold.locator("pre.delta .add").first).to_contain_text("owner")
+                # Keep held is the primary action, and the decision shows on the card
+                first_button = hold.locator("form.review button").first
+                await expect(first_button).to_have_text("Keep held")
+                await hold.locator("input[name=reason]").fill("asking the vendor first")
+                await hold.locator("button.keep").click()
+                await expect(page.locator("#result")).to_be_visible()
+                hold = page.locator('section.hold[data-item="make_report"]')
+                await expect(hold.locator(".kept")).to_contain_text("Kept held by dana at")
+                await expect(hold.locator(".kept")).to_contain_text("asking the vendor first")
                 await page.screenshot(path=str(artifacts / "console-holds.png"), full_page=True)
+                width = await page.evaluate("document.documentElement.scrollWidth")
+                assert width <= 1280, width  # nothing wider than the window
                 await hold.locator("input[name=reason]").fill("owner field is expected (ticket 42)")
                 await hold.locator("button.accept").click()
                 await expect(page.locator("#result")).to_contain_text("Accepted")
@@ -136,12 +160,17 @@ async def test_a_hold_is_accepted_in_the_browser_and_the_next_call_passes(
                 await page.screenshot(path=str(artifacts / "console-pins.png"), full_page=True)
                 await page.goto(f"{url}/receipts?decision=hold&tool=make_report")
                 await expect(page.locator("p.count")).to_contain_text("1 matching receipt(s)")
+                width = await page.evaluate("document.documentElement.scrollWidth")
+                assert width <= 1280, width  # the receipts table wraps within the window
                 await page.screenshot(path=str(artifacts / "console-receipts.png"), full_page=True)
                 await page.goto(f"{url}/guards")
                 await expect(page.locator("#guard-chart svg").first).to_be_visible()
                 await page.screenshot(path=str(artifacts / "console-guards.png"), full_page=True)
                 await page.goto(f"{url}/ledger")
                 await expect(page.locator("#verify-state")).to_have_text(VERIFY_FINE)
+                ledger_text = await page.locator("table.facts").inner_text()
+                assert "None" not in ledger_text and "{'" not in ledger_text  # readable values
+                await page.screenshot(path=str(artifacts / "console-ledger.png"), full_page=True)
             finally:
                 await browser.close()
         assert csp_errors == []
@@ -153,8 +182,10 @@ async def test_a_hold_is_accepted_in_the_browser_and_the_next_call_passes(
     with read_snapshot(paths.ledger) as view:
         reviews = read_reviews(view.entries())
     assert [(r["action"], r["operator"], r["item"]) for r in reviews] == [
-        ("accept", "dana", "make_report")
+        ("keep_held", "dana", "make_report"),
+        ("accept", "dana", "make_report"),
     ]
     assert verify_ledger(paths).ok
     if os.environ.get("MCPWARD_UPDATE_DOCS_SCREENSHOT"):
-        shutil.copyfile(artifacts / "console-holds.png", DOCS_SCREENSHOT)
+        for name in SCREENSHOTS:
+            shutil.copyfile(artifacts / name, DOCS_SCREENSHOT.parent / name)

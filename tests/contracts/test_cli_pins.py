@@ -107,3 +107,27 @@ def test_missing_store_and_bad_kind(tmp_path: Path) -> None:
         ).exit_code
         == 2
     )
+
+
+def test_holds_and_doctor_lead_with_open_holds(tmp_path: Path) -> None:
+    """`holds` opens with how many calls wait for a person, one readable line per hold, and
+    whole command lines; `doctor` puts open holds first, as a warning (issue #25)."""
+    gate = pinned(tmp_path, TOOL)
+    changed = copy.deepcopy(TOOL)
+    changed["inputSchema"]["required"] = ["m"]
+    drift(gate, changed)
+    shown = cli("holds", "--state-dir", str(tmp_path)).stdout
+    first, _, rest = shown.partition("\n")
+    assert first == "1 open hold(s): calls to these are held until a person reviews them"
+    assert "- HELD: tool 'echo' of upstream 'up' (contract_drift): required-set-expanded" in rest
+    assert f"accept: mcpward pins accept up echo --hash {gate.holds('up')[0].new_hash}" in rest
+    assert "{'" not in shown  # no raw Python values
+    doctor = cli("doctor", "--state-dir", str(tmp_path))
+    assert doctor.exit_code == 0, doctor.stdout
+    lines = doctor.stdout.splitlines()
+    assert lines[0].startswith("WARN  holds: 1 open hold(s)"), lines[:3]
+    assert "HELD: tool 'echo' of upstream 'up'" in lines[0]
+    assert lines[1].strip() == f"-> mcpward holds --state-dir {tmp_path} (review: " + (
+        f"mcpward pins diff up echo --state-dir {tmp_path})"
+    )
+    assert "1 warning(s) above need a person" in doctor.stdout

@@ -208,11 +208,14 @@ async def test_a_new_optional_parameter_asking_for_data_is_consulted(
         out = await call(pipeline)
         assert isinstance(out.stop, Hold) and out.stop.code == "consult_hold"
         assert out.stop.details["consult"]["triggers"] == ["optional_param_asks_for_data"]
-        # the list a client gets no longer shows the held tool
+        # the list a client gets shows the held tool as pinned, noted as held
         ctx = GuardContext(server_name="up", method="tools/list")
         live = copy.deepcopy(catalog.live)
         listed = await pipeline.run([Phase.TOOLS_LIST], None, live, ctx)
-        assert listed.runs[0].evidence == {"withheld": 1}
+        assert listed.runs[0].evidence == {"withheld": 0, "held_listed": 1}
+        (shown,) = listed.payload
+        assert shown["inputSchema"] == TOOL["inputSchema"]  # the pinned schema, not the new one
+        assert "[mcpward: HELD." in shown["description"]
     finally:
         await guard.close()
 

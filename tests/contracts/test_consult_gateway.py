@@ -99,7 +99,9 @@ async def test_the_consult_raises_a_benign_looking_rewrite_to_a_hold(
         again = await gw.request("tools/call", CALL)  # cached: asked once per change
         assert again["error"]["code"] == HOLD
         listed = await gw.request("tools/list", {})
-        assert listed["result"]["tools"] == []  # the held tool is withheld from lists
+        (shown,) = listed["result"]["tools"]  # listed as pinned, noted as held
+        assert shown["description"].startswith("Transfer a non-negative amount")
+        assert "[mcpward: HELD." in shown["description"]
     assert len(stub.requests()) == 1
     last = call_receipts(tmp_path)[-1]
     assert last["decision"] == "hold"

@@ -146,23 +146,50 @@ async def test_scenario_battery_under_each_posture(tmp_path: Path) -> None:
 
 
 async def test_hold_review_and_accept_while_the_gateway_runs(tmp_path: Path) -> None:
+    """The SDK client acting as the model (issue #25): the held tool stays listed with its
+    pinned schema and a note, the client is sent a warning, the call gets the banner and never
+    reaches the upstream; after `pins accept` (as the error data says) it runs."""
     control = tmp_path / "control.json"
     set_scenario(control, "unchanged")
     log = tmp_path / "calls.log"
     config = write_gateway_config(
         tmp_path, [fixture_upstream("fx", control, log)], guards=[rug_pull()]
     )
-    async with open_client(gateway_params(config), mode="legacy") as client:
-        await client.list_tools()
+    warnings: list[Any] = []
+
+    async def on_log(params: Any) -> None:
+        warnings.append(params)
+
+    async with open_client(
+        gateway_params(config), mode="legacy", logging_callback=on_log
+    ) as client:
+        pinned = {t.name: t for t in (await client.list_tools()).tools}["make_report"]
         await client.call_tool("make_report", {"title": "t"})
         set_scenario(control, "added_required")
-        await client.list_tools()
+        listed = {t.name: t for t in (await client.list_tools()).tools}
+        held_tool = listed["make_report"]  # still listed ...
+        assert held_tool.input_schema == pinned.input_schema  # ... with the pinned schema
+        assert "owner" not in held_tool.input_schema["properties"]
+        assert "[mcpward: HELD." in (held_tool.description or "")
+        assert "mcpward pins diff fx make_report" in (held_tool.description or "")
+        for _ in range(50):  # the warning is sent before the list's answer; give it a moment
+            if warnings:
+                break
+            await asyncio.sleep(0.05)
+        (warning,) = warnings
+        assert warning.level == "warning" and warning.logger == "mcpward"
+        assert "mcpward held tool 'make_report' of upstream 'fx'" in warning.data
+        assert "pins accept fx make_report" in warning.data
         with pytest.raises(MCPError) as held:
             await client.call_tool("make_report", {"title": "t", "owner": "o"})
         assert held.value.error.code == -32010
+        message = held.value.error.message
+        assert message.startswith("mcpward held this call before it ran: tool 'make_report'")
+        assert "mcpward pins diff fx make_report" in message
+        assert "mcpward pins accept fx make_report --hash" in message
         data = held.value.error.data
         assert data["change_kinds"] == ["added-required-param"]
-        assert "make_report" not in {t.name for t in (await client.list_tools()).tools}
+        assert calls(log)[-1] == {"tool": "make_report", "arguments": {"title": "t"}}  # not sent
         # review in-process (the real CLI code, its own store connection) ...
         shown = CliRunner().invoke(app, ["holds", "--json", "--state-dir", str(tmp_path / "state")])
         assert [h["name"] for h in json.loads(shown.stdout)] == ["make_report"]
@@ -176,6 +203,9 @@ async def test_hold_review_and_accept_while_the_gateway_runs(tmp_path: Path) -> 
         assert accepted.returncode == 0, accepted.stderr
         result = await client.call_tool("make_report", {"title": "t", "owner": "o"})
         assert not result.is_error
+        relisted = {t.name: t for t in (await client.list_tools()).tools}["make_report"]
+        assert "owner" in relisted.input_schema["properties"]  # the accepted contract, no note
+        assert "mcpward" not in (relisted.description or "")
     assert calls(log)[-1] == {"tool": "make_report", "arguments": {"title": "t", "owner": "o"}}
 
 

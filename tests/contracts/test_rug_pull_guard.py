@@ -192,3 +192,41 @@ def test_config_validation_names_the_bad_field() -> None:
         )
     with pytest.raises(ConfigError, match="posture"):
         parse_config({**base, "guards": [{**spec, "config": {"posture": "lenient"}}]})
+
+
+async def test_a_held_tool_stays_listed_as_pinned_with_a_note(tmp_path: Path) -> None:
+    """Contract drift (not poisoning): the list shows the pinned definition, noted as held, and
+    the decision carries the notice the session sends the client (issue #25)."""
+    catalog = FakeCatalog([READ, WRITE])
+    pipeline, guard = await make(tmp_path, catalog)
+    moved = copy.deepcopy(WRITE)
+    moved["inputSchema"]["required"] = ["path"]
+    catalog.live[1] = moved
+    await catalog.refresh("up")
+    assert isinstance(await call(pipeline, "write"), Hold)
+    listed = await pipeline.run(
+        [Phase.TOOLS_LIST], None, copy.deepcopy(catalog.live), ctx("tools/list")
+    )
+    read, write = listed.payload
+    assert read == READ
+    assert write["inputSchema"] == WRITE["inputSchema"]  # pinned, not the moved schema
+    assert write["description"].startswith("Write.\n\n[mcpward: HELD. This tool changed")
+    assert "mcpward pins diff up write" in write["description"]
+    (notice,) = listed.notices
+    assert notice.startswith("mcpward held tool 'write' of upstream 'up': required-set-expanded")
+    assert "mcpward pins accept up write --hash " in notice
+    await guard.close()
+
+
+async def test_list_held_false_leaves_held_tools_out(tmp_path: Path) -> None:
+    catalog = FakeCatalog([READ, WRITE])
+    pipeline, guard = await make(tmp_path, catalog, list_held=False)
+    moved = copy.deepcopy(WRITE)
+    moved["inputSchema"]["required"] = ["path"]
+    catalog.live[1] = moved
+    await catalog.refresh("up")
+    listed = await pipeline.run(
+        [Phase.TOOLS_LIST], None, copy.deepcopy(catalog.live), ctx("tools/list")
+    )
+    assert [t["name"] for t in listed.payload] == ["read"] and listed.notices == []
+    await guard.close()

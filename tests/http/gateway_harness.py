@@ -112,7 +112,7 @@ async def gateway_front(
     """A gateway with an HTTP front on 127.0.0.1 (ephemeral port); yields (gateway, MCP URL)."""
     data: dict[str, Any] = {"upstreams": upstreams, "state_dir": str(state_dir)}
     if guards is not None:
-        data["guards"] = guards
+        data["guards"] = {"replace_defaults": True, "list": guards}
     loaded = parse_config(data, "test")
     gateway = await Gateway.start(loaded)
     try:

@@ -84,7 +84,11 @@ async def test_the_store_check_decides_and_its_words_are_closed(tmp_path: Path) 
             raise said[0]
         return said[0]  # type: ignore[no-any-return]
 
-    data = {"upstreams": [upstream(warm_spares=0)], "state_dir": str(tmp_path), "guards": []}
+    data = {
+        "upstreams": [upstream(warm_spares=0)],
+        "state_dir": str(tmp_path),
+        "guards": {"replace_defaults": True, "list": []},
+    }
     gateway = await Gateway.start(parse_config(data, "test"))
     gateway.store_check = store_check  # what the configured store supplies
     try:

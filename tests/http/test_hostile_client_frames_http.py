@@ -69,6 +69,7 @@ async def front(tmp_path: Path) -> AsyncIterator[Front]:
     port = free_port()
     token_file = tmp_path / "token"
     token_file.write_text(TOKEN)
+    token_file.chmod(0o600)
     proc = await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",

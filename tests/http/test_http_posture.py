@@ -114,6 +114,7 @@ def test_quick_form_refusals(
 ) -> None:
     token_file = tmp_path / "token"
     token_file.write_text(TOKEN + "\n")
+    token_file.chmod(0o600)
     if refusal is None:
         front = quick_front(http, token_file if with_token else None, ack)
         assert (front.host, front.port) == parse_http_address(http)
@@ -126,8 +127,18 @@ def test_quick_form_refusals(
 def test_quick_form_rejects_a_short_token(tmp_path: Path) -> None:
     short = tmp_path / "short"
     short.write_text("abc\n")
+    short.chmod(0o600)
     with pytest.raises(HttpFrontRefused, match="at least 16"):
         quick_front("127.0.0.1:1", short, False)
+
+
+def test_quick_form_refuses_a_token_file_others_can_read(tmp_path: Path) -> None:
+    """As the console refuses its admin token file (issue #25)."""
+    token_file = tmp_path / "token"
+    token_file.write_text(TOKEN + "\n")
+    token_file.chmod(0o644)
+    with pytest.raises(HttpFrontRefused, match=r"readable by group or others \(mode 644\)"):
+        quick_front("127.0.0.1:8080", token_file, False)
 
 
 def test_front_model_refuses_directly() -> None:
@@ -236,7 +247,8 @@ async def test_request_posture(
     if status == 401:
         challenge = response.headers["www-authenticate"]
         assert challenge.startswith("Bearer ")
-        assert f'resource_metadata="{base}/.well-known/oauth-protected-resource/mcp"' in challenge
+        # static tokens: no OAuth metadata, which would send the Inspector into an OAuth prompt
+        assert "resource_metadata" not in challenge
         if challenge_error is not None:
             assert f'error="{challenge_error}"' in challenge
         else:
@@ -256,7 +268,9 @@ async def test_valid_credential_reaches_the_handshake(front: str) -> None:
 
 
 @on_module_loop
-async def test_protected_resource_metadata(front: str) -> None:
+async def test_no_oauth_metadata_with_static_tokens(front: str) -> None:
+    """Static tokens only: no protected-resource metadata (issue #25); with `front.oauth` it is
+    served (tests/http/test_http_aggregate_oauth.py)."""
     base = front.rsplit("/mcp", 1)[0]
     async with httpx.AsyncClient() as client:
         for path in (
@@ -264,10 +278,24 @@ async def test_protected_resource_metadata(front: str) -> None:
             "/.well-known/oauth-protected-resource",
         ):
             response = await client.get(base + path)
-            assert response.status_code == 200
-            document = response.json()
-            assert document["resource"] == front
-            assert document["bearer_methods_supported"] == ["header"]
+            assert response.status_code == 404
+
+
+@on_module_loop
+async def test_a_refused_host_or_origin_is_named_with_its_setting(front: str) -> None:
+    async with httpx.AsyncClient() as client:
+        host = await client.post(front, headers={**JSON_SSE, **_auth(), "Host": "evil.example"})
+        assert host.status_code == 403
+        message = host.json()["error"]["message"]
+        assert "Host 'evil.example' is not allowed" in message
+        assert "front.allowed_hosts" in message
+        origin = await client.post(
+            front, headers={**JSON_SSE, **_auth(), "Origin": "http://evil.example"}, json=INIT
+        )
+        assert origin.status_code == 403
+        message = origin.json()["error"]["message"]
+        assert "Origin 'http://evil.example' is not allowed" in message
+        assert "front.allowed_origins" in message
 
 
 async def _raw(url: str, head: str, body: bytes = b"") -> bytes:

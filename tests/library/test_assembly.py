@@ -41,7 +41,10 @@ def write_config(tmp_path: Path) -> Path:
             {"id": "other", "command": "/nonexistent/never-started"},
             {"id": "time", "command": "mcp-server-time", "args": ["--local-timezone", "UTC"]},
         ],
-        "guards": [{"kind": "rug_pull", "runs_on": ["tools_list", "tool_invoke"]}],
+        "guards": {
+            "replace_defaults": True,
+            "list": [{"kind": "rug_pull", "runs_on": ["tools_list", "tool_invoke"]}],
+        },
     }
     path.write_text(yaml.safe_dump(data))
     return path

@@ -100,7 +100,11 @@ async def test_sessions_sharing_a_process_stay_apart(tmp_path: Path) -> None:
         "processes": {"sharing": "identity"},
         "restart": {"initial_backoff_s": 0.1},
     }
-    data = {"upstreams": [upstream], "state_dir": str(tmp_path / "state"), "guards": []}
+    data = {
+        "upstreams": [upstream],
+        "state_dir": str(tmp_path / "state"),
+        "guards": {"replace_defaults": True, "list": []},
+    }
     gw = await Gateway.start(parse_config(data, "test"))
     try:
         (one, out1), (two, out2) = await asyncio.gather(opened(gw), opened(gw))

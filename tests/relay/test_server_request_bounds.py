@@ -76,7 +76,11 @@ async def flood(session: Session, client: SamplingClient, rid: int, **arguments:
 
 async def start(tmp_path: Path) -> Gateway:
     upstream = {"id": "deaf", "command": sys.executable, "args": [DEAF]}
-    data = {"upstreams": [upstream], "state_dir": str(tmp_path / "state"), "guards": []}
+    data = {
+        "upstreams": [upstream],
+        "state_dir": str(tmp_path / "state"),
+        "guards": {"replace_defaults": True, "list": []},
+    }
     return await Gateway.start(parse_config(data, "test"))
 
 

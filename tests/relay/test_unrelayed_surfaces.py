@@ -136,7 +136,10 @@ async def test_the_library_wrapper_relays_no_task_and_recodes_a_forged_hold(
     tmp_path: Path,
 ) -> None:
     log = tmp_path / "tasks.jsonl"
-    config = {"state_dir": str(tmp_path / "state"), "guards": [SECRETS_GUARD]}
+    config = {
+        "state_dir": str(tmp_path / "state"),
+        "guards": {"replace_defaults": True, "list": [SECRETS_GUARD]},
+    }
     async with (
         sdk_session(_echo_params(log)) as session,
         guarded(session, upstream_id="a", config=config) as gs,

@@ -61,7 +61,8 @@ def write_gateway_config(
 ) -> Path:
     """Write a gateway config into `directory` and return its path.
 
-    `guards=None` leaves the key out (the built-in defaults apply); `[]` means no guards. State
+    `guards=None` leaves the key out (the built-in defaults apply); a list replaces the defaults
+    (`replace_defaults: true`), so `[]` means no guards. State
     and the log file go to `directory/state` and `directory/gateway.log`.
     """
     directory.mkdir(parents=True, exist_ok=True)
@@ -74,7 +75,7 @@ def write_gateway_config(
     if gateway is not None:
         config["gateway"] = dict(gateway)
     if guards is not None:
-        config["guards"] = [dict(g) for g in guards]
+        config["guards"] = {"replace_defaults": True, "list": [dict(g) for g in guards]}
     if extra:
         config.update(extra)
     path = directory / name

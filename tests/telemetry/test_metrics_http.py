@@ -40,7 +40,7 @@ async def http_gateway(tmp_path: Path, admin: bool, control: Path) -> AsyncItera
     data = {
         "upstreams": [demo_upstream(control=control)],
         "state_dir": str(tmp_path / "state"),
-        "guards": GUARDS,
+        "guards": {"replace_defaults": True, "list": GUARDS},
         "front": front,
     }
     loaded = parse_config(data, "test")

@@ -118,7 +118,10 @@ def test_the_collector_is_dialled_through_the_egress_filter(
     from mcpward.egress.policy import EgressBlocked, EgressPolicy
     from mcpward.egress.poster import EgressPoster
 
-    base = {"upstreams": [{"id": "x", "command": "true"}], "guards": []}
+    base = {
+        "upstreams": [{"id": "x", "command": "true"}],
+        "guards": {"replace_defaults": True, "list": []},
+    }
     for endpoint in ("http://127.0.0.1:4318/v1/traces", "http://[::1]:4318/", "http://localhost/"):
         with pytest.raises(ConfigError, match=r"telemetry\.otlp_allow_private"):
             parse_config({**base, "telemetry": {"otlp_endpoint": endpoint}}, "t")

@@ -335,3 +335,17 @@ def test_a_ledger_sealed_with_a_key_no_longer_configured_is_named(
     run = doctor("[{env: DOCTOR_NEW}, {env: DOCTOR_OLD}]")  # rotated in, old one kept
     assert "ok    keys: keys.ledger_hmac[1] is key " in run.stdout, run.stdout
     assert "does not hold" not in run.stdout
+
+
+def test_an_absolute_command_that_is_gone_is_not_called_off_path(
+    home: Path, tmp_path: Path
+) -> None:
+    """`doctor` says an absolute command path does not exist, not that it is "not on PATH"."""
+    gone = tmp_path / "venv" / "bin" / "mcp-server-gone"
+    _claude_desktop({"srv": {"command": str(gone), "args": []}})
+    assert mcpward("wire", "claude-desktop").code == 0
+    run = mcpward("doctor")
+    assert run.code == 1
+    assert f"'{gone}', which a wired server runs, does not exist or cannot be run" in run.stdout
+    assert "not on PATH" not in run.stdout.replace("mcpward is not on PATH", "")
+    assert f"reinstall the server at {gone}" in run.stdout

@@ -42,7 +42,7 @@ def test_an_edited_wired_entry_is_refused_then_forced(tmp_path: Path) -> None:
     refused = mcpward("unwire", "cursor", "--config-file", str(path))
     assert refused.code == 2
     assert "server 'server-name' was changed after it was wired" in refused.stderr
-    assert "--force" in refused.stderr
+    assert "`mcpward unwire cursor --force`" in refused.stderr  # names the client
     assert str(path) in refused.stderr
     assert path.read_bytes() == edited
 

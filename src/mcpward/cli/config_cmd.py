@@ -8,8 +8,8 @@ from pathlib import Path
 import typer
 from rich.console import Console
 
-from mcpward.config.loader import ConfigError, load_config
-from mcpward.config.models import GatewayConfig
+from mcpward.config.loader import ConfigError, LoadedConfig, load_config
+from mcpward.config.protections import guards_origin, protection_states
 from mcpward.guards.kinds import resolve_guard_kind
 
 STARTER = """\
@@ -38,7 +38,10 @@ upstreams:
   #   headers:
   #     Authorization: {env: REMOTE_MCP_TOKEN, prefix: "Bearer "}
 
-# Omit `guards` to get the built-in defaults.
+# The built-in guards stay on: pins and HOLDs (rug_pull), tool_poisoning, tool_shadowing,
+# secrets, response_injection. This list adds guards; an entry with a built-in guard's id
+# adjusts that guard (e.g. `- id: rug_pull` with `config: {posture: strict}`). To run ONLY
+# the listed guards, write: guards: {replace_defaults: true, list: [...]}
 guards:
   - kind: tool_filter
     priority: 10
@@ -50,6 +53,36 @@ guards:
 """
 
 
+def _missing_commands(loaded: LoadedConfig) -> list[str]:
+    """Each stdio upstream whose command would not start, with the OS error."""
+    from mcpward.config.upstreams import StdioUpstream
+    from mcpward.upstreams.command_check import command_problem
+    from mcpward.upstreams.stdio import child_environment
+
+    found = []
+    for upstream in loaded.config.upstreams:
+        if not isinstance(upstream, StdioUpstream):
+            continue
+        problem = command_problem(upstream.command, child_environment(upstream), upstream.cwd)
+        if problem is not None:
+            found.append(f"upstreams: {upstream.id}: {problem}")
+    return found
+
+
+def _print_protections(console: Console, loaded: LoadedConfig) -> None:
+    """Each protection on or off in plain words, then a warning for each that is not on."""
+    console.print("  protections:")
+    states = protection_states(loaded)
+    for item in states:
+        mark = {"on": "[green]on    [/green]", "off": "[red]OFF   [/red]"}.get(
+            item.state, "[yellow]RECORD[/yellow]"
+        )
+        console.print(f"    {mark}  {item.kind}: {item.meaning}", highlight=False)
+    for item in states:
+        if item.warning:
+            console.print(f"  [yellow]warning:[/yellow] {item.warning}", highlight=False)
+
+
 def register(app: typer.Typer) -> None:
     config_app = typer.Typer(
         help="Validate, describe and start a configuration.", no_args_is_help=True
@@ -59,13 +92,20 @@ def register(app: typer.Typer) -> None:
     @config_app.command("check")
     def check(file: Path = typer.Argument(..., help="The YAML configuration to validate.")) -> None:
         """Validate FILE and explain what it configures; exit 1 if it is invalid."""
-        console = Console(stderr=False)
+        console = Console(stderr=False, soft_wrap=True)
         try:
             loaded = load_config(file)
         except ConfigError as exc:
             Console(stderr=True).print(f"[red]{exc}[/red]", markup=True, highlight=False)
             raise typer.Exit(1) from None
         cfg = loaded.config
+        missing = _missing_commands(loaded)
+        if missing:
+            err = Console(stderr=True, soft_wrap=True)
+            err.print(f"[red]{file}: {len(missing)} upstream(s) cannot start[/red]")
+            for line in missing:
+                err.print(f"  - {line}", markup=False, highlight=False)
+            raise typer.Exit(1)
         console.print(
             f"[green]ok[/green] {file}: front {cfg.front.kind}, {len(cfg.upstreams)} upstream(s)"
         )
@@ -75,8 +115,8 @@ def register(app: typer.Typer) -> None:
                 f"  upstream [bold]{upstream.id}[/bold] ({upstream.kind}): {target}",
                 highlight=False,
             )
-        source = "built-in defaults" if cfg.guards is None else "config"
-        console.print(f"  {len(loaded.guard_specs)} guard(s) from {source}:")
+        _print_protections(console, loaded)
+        console.print(f"  {guards_origin(loaded)}:", highlight=False)
         for spec in sorted(loaded.guard_specs, key=lambda s: s.priority):
             # a guard that hides listed items also judges calls to them ("+": not in runs_on)
             added = resolve_guard_kind(spec.kind).effective_phases(spec.runs_on) - set(spec.runs_on)
@@ -90,8 +130,11 @@ def register(app: typer.Typer) -> None:
 
     @config_app.command("schema")
     def schema() -> None:
-        """Print the configuration's JSON Schema (for editor completion)."""
-        typer.echo(json.dumps(GatewayConfig.model_json_schema(), indent=2))
+        """Print the configuration's JSON Schema (for editor completion); the same document as
+        `mcpward schema config`."""
+        from mcpward.evidence.schemas import config_schema
+
+        typer.echo(json.dumps(config_schema(), indent=2))
 
     @config_app.command("init")
     def init(

@@ -5,6 +5,7 @@ Thin wiring: reads the config and the admin token file, builds `console.app`, ru
 
 from __future__ import annotations
 
+import socket
 from pathlib import Path
 from typing import Annotated
 
@@ -13,26 +14,45 @@ import uvicorn
 from rich.console import Console as RichConsole
 from rich.text import Text
 
+from mcpward.cli.store_context import StoreChoiceError, cli_store_context
 from mcpward.config.http_front import HttpFront, is_loopback_host
 from mcpward.config.loader import ConfigError, load_config
 from mcpward.console.app import ConsoleSettings, create_console_app
 from mcpward.console.auth import (
+    ADMIN_TOKEN_NAME,
     AdminAuth,
     AdminTokenError,
     check_not_a_client_token,
+    ensure_admin_token,
     read_admin_token_file,
 )
 from mcpward.evidence.settings import EvidencePaths
 from mcpward.fronts.http.origin import LOOPBACK_NAMES, HostOriginPolicy
-from mcpward.store.factory import context_from_config
 
 DEFAULT_LISTEN = "127.0.0.1:8932"
-err = RichConsole(stderr=True, highlight=False)
+err = RichConsole(stderr=True, highlight=False, soft_wrap=True)
 
 
 def _fail(message: str, code: int = 2) -> typer.Exit:
     err.print(Text(message, style="red"))
     return typer.Exit(code)
+
+
+def _listen(host: str, port: int) -> socket.socket:
+    """The console's listening socket; exit 2 with the fix if it cannot be had (as `run`)."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+        sock.listen(128)
+    except OSError as exc:
+        sock.close()
+        raise _fail(
+            f"cannot listen on {host}:{port}: {exc.strerror or exc}; stop what uses it or pick "
+            "another with --listen HOST:PORT"
+        ) from None
+    return sock
 
 
 def parse_listen(value: str) -> tuple[str, int]:
@@ -48,17 +68,35 @@ def host_policy(host: str, port: int, allowed_hosts: list[str]) -> HostOriginPol
     names = list(LOOPBACK_NAMES) if is_loopback_host(host) else []
     hosts = {f"{name}:{port}" for name in names} | {h.strip().lower() for h in allowed_hosts}
     origins = {f"http://{h}" for h in hosts} | {f"https://{h}" for h in hosts}
-    return HostOriginPolicy(frozenset(hosts), frozenset(), frozenset(origins))
+    setting = "--allowed-host HOST:PORT"
+    return HostOriginPolicy(frozenset(hosts), frozenset(), frozenset(origins), setting, setting)
 
 
 def register(app: typer.Typer) -> None:
     @app.command("console")
     def console(
-        config: Annotated[Path, typer.Option("--config", "-c", help="The gateway config.")],
+        config: Annotated[
+            Path | None,
+            typer.Option(
+                "--config", "-c", help="A gateway config: its state dir, store and front."
+            ),
+        ] = None,
+        state_dir: Annotated[
+            Path | None,
+            typer.Option(
+                "--state-dir",
+                help="The state directory to review (default: the config's, "
+                "$MCPWARD_STATE_DIR, or the one `mcpward run` and `wire` use).",
+            ),
+        ] = None,
         token_file: Annotated[
-            Path,
-            typer.Option("--token-file", help="File holding the console's admin token (mode 600)."),
-        ],
+            Path | None,
+            typer.Option(
+                "--token-file",
+                help="File holding the console's admin token (mode 600); default: "
+                f"STATE_DIR/{ADMIN_TOKEN_NAME}, made on first use.",
+            ),
+        ] = None,
         listen: Annotated[
             str, typer.Option("--listen", help="HOST:PORT to serve on (loopback by default).")
         ] = DEFAULT_LISTEN,
@@ -71,14 +109,21 @@ def register(app: typer.Typer) -> None:
             typer.Option("--allowed-host", help="A Host header to accept (HOST:PORT), repeatable."),
         ] = None,
     ) -> None:
-        """Serve the review console: open holds with their diffs, accept or keep them."""
+        """Serve the review console: open holds with their diffs, accept or keep them.
+
+        Example: `mcpward console` (the default state directory, a token made for you)."""
         try:
-            loaded = load_config(config)
+            store = cli_store_context(state_dir, config)
+            loaded = load_config(config) if config is not None else None
+            if token_file is None:
+                token_file = store.state_dir / ADMIN_TOKEN_NAME
+                if ensure_admin_token(token_file):
+                    err.print(f"made an admin token in {token_file} (mode 600)")
             token = read_admin_token_file(token_file)
-            front = loaded.config.front
+            front = loaded.config.front if loaded is not None else None
             if isinstance(front, HttpFront):
                 check_not_a_client_token(token, (t.token_sha256 for t in front.tokens))
-        except (ConfigError, AdminTokenError) as exc:
+        except (ConfigError, AdminTokenError, StoreChoiceError) as exc:
             raise _fail(str(exc)) from None
         host, port = parse_listen(listen)
         loopback = is_loopback_host(host)
@@ -89,21 +134,26 @@ def register(app: typer.Typer) -> None:
             )
         if not loopback and not any(h.strip() for h in allowed_host or []):
             raise _fail("a non-loopback console needs --allowed-host NAME:PORT (Host is checked)")
-        store = context_from_config(loaded.config, config)
-        state_dir = store.state_dir
+        state = store.state_dir
+        evidence_path = loaded.config.evidence.path if loaded is not None else None
         settings = ConsoleSettings(
-            state_dir=state_dir,
-            evidence=EvidencePaths.resolve(state_dir, loaded.config.evidence.path, store=store),
+            state_dir=state,
+            evidence=EvidencePaths.resolve(state, evidence_path, store=store),
             store=store,
             auth=AdminAuth(token),
             request_problem=host_policy(host, port, allowed_host or []).problem,
         )
-        err.print(f"mcpward console on http://{host}:{port}/ (state: {state_dir})")
-        uvicorn.run(
-            create_console_app(settings),
-            host=host,
-            port=port,
-            log_level="warning",
-            access_log=False,
-            server_header=False,
+        sock = _listen(host, port)  # before the success line: a port in use fails cleanly
+        err.print(
+            f"mcpward console on http://{host}:{port}/ (state: {state}); sign in with the "
+            f"token in {token_file}"
         )
+        server = uvicorn.Server(
+            uvicorn.Config(
+                create_console_app(settings),
+                log_level="warning",
+                access_log=False,
+                server_header=False,
+            )
+        )
+        server.run(sockets=[sock])

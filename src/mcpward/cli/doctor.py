@@ -12,7 +12,7 @@ from mcpward.store.factory import StoreContext
 from mcpward.store.paths import state_dir_path
 from mcpward.wiring.checkup import Finding, Level, run_checks
 
-MARKS = {Level.OK: "ok  ", Level.NOTE: "note", Level.FIX: "FIX "}
+MARKS = {Level.OK: "ok  ", Level.NOTE: "note", Level.WARN: "WARN", Level.FIX: "FIX "}
 
 
 def _store(state_dir: Path | None, config: Path) -> StoreContext:
@@ -24,16 +24,43 @@ def _store(state_dir: Path | None, config: Path) -> StoreContext:
         raise typer.Exit(2) from None
 
 
+def _protections(config: Path) -> list[Finding]:
+    """Which protections the config has on; a warning for each one that is off."""
+    from mcpward.config.loader import ConfigError, load_config
+    from mcpward.config.protections import protection_states
+
+    try:
+        loaded = load_config(config)
+    except ConfigError as exc:
+        return [Finding(Level.FIX, "config", str(exc), f"mcpward config check {config}")]
+    states = protection_states(loaded)
+    on = [s.kind for s in states if s.state == "on"]
+    findings = [Finding(Level.OK, "protections", f"on: {', '.join(on)}")] if on else []
+    findings += [
+        Finding(Level.WARN, "protections", s.warning, f"see `mcpward config check {config}`")
+        for s in states
+        if s.warning
+    ]
+    return findings
+
+
 def _report(findings: list[Finding]) -> None:
     for finding in findings:
         typer.echo(f"{MARKS[finding.level]}  {finding.subject}: {finding.message}")
+        if finding.level == Level.WARN and finding.fix:
+            typer.echo(f"      -> {finding.fix}")
     to_fix = [f for f in findings if f.level == Level.FIX]
     if to_fix:
         typer.echo("\nTo fix:")
         for finding in to_fix:
             typer.echo(f"  - {finding.subject}: {finding.fix or finding.message}")
         raise typer.Exit(1)
-    typer.echo("\nNothing needs fixing.")
+    warned = sum(f.level == Level.WARN for f in findings)
+    typer.echo(
+        f"\nNothing needs fixing; {warned} warning(s) above need a person."
+        if warned
+        else "\nNothing needs fixing."
+    )
 
 
 def register(app: typer.Typer) -> None:
@@ -55,4 +82,5 @@ def register(app: typer.Typer) -> None:
             _report(run_checks(state_dir_path(state_dir)))
             return
         store = _store(state_dir, config)
-        _report(run_checks(store.state_dir, store))
+        found = [*_protections(config), *run_checks(store.state_dir, store)]
+        _report(sorted(found, key=lambda f: f.subject != "holds"))  # open holds lead

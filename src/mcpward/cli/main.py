@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib
 import sys
+from typing import Any
 
 import typer
 
@@ -39,6 +40,14 @@ COMMANDS = {
     "store": "mcpward.cli.store",
 }
 COMMAND_MODULES = sorted(set(COMMANDS.values()))
+# `mcpward --help` groups the commands by what a person is doing
+PANELS = {
+    "Run": ("run", "demo", "console"),
+    "Review": ("holds", "pins", "diff", "snapshot", "screen", "scan", "verdicts"),
+    "Evidence": ("ledger", "stats", "schema", "redact", "eval"),
+    "Setup": ("config", "wire", "unwire", "doctor", "token", "clients", "store", "guard"),
+}
+PANEL_OF = {name: panel for panel, names in PANELS.items() for name in names}
 
 
 def build_app(argv: list[str]) -> typer.Typer:
@@ -57,7 +66,26 @@ def build_app(argv: list[str]) -> typer.Typer:
     wanted = COMMANDS.get(argv[0]) if argv else None
     for module in [wanted] if wanted else COMMAND_MODULES:
         importlib.import_module(module).register(app)
+    order = list(PANELS)
+    for infos in (app.registered_commands, app.registered_groups):
+        for info in infos:
+            name = info.name or (info.callback.__name__ if info.callback else "")
+            info.rich_help_panel = info.rich_help_panel or PANEL_OF.get(name)
+        infos.sort(
+            key=lambda i: order.index(i.rich_help_panel) if i.rich_help_panel in order else 9
+        )
     return app
+
+
+def plain_flags(command: Any) -> Any:
+    """Flags show no `<bool>` placeholder in help (`--dry-run`, never `--dry-run true`).
+    Duck-typed: typer carries its own copy of click."""
+    for param in command.params:
+        if getattr(param, "is_flag", False):
+            param.metavar = " "
+    for sub in getattr(command, "commands", {}).values():
+        plain_flags(sub)
+    return command
 
 
 def __getattr__(name: str) -> typer.Typer:
@@ -68,7 +96,7 @@ def __getattr__(name: str) -> typer.Typer:
 
 
 def main() -> None:
-    build_app(sys.argv[1:])()
+    plain_flags(typer.main.get_command(build_app(sys.argv[1:])))()
 
 
 if __name__ == "__main__":

@@ -23,7 +23,7 @@ from mcpward.config.loader import ConfigError, load_config
 from mcpward.config.models import GatewayConfig
 from mcpward.contracts.clearance import verdict_of
 from mcpward.contracts.extract import contract_hash
-from mcpward.contracts.holds import Commands
+from mcpward.contracts.holds import Commands, hold_headline, identity_text
 from mcpward.contracts.model import ItemKind
 from mcpward.contracts.postures import Posture, PostureTable
 from mcpward.contracts.provenance import HOLD_MEANING
@@ -54,7 +54,7 @@ from mcpward.guards.rug_pull import marker_scan
 from mcpward.store.factory import StoreContext, open_pin_store
 from mcpward.store.pins_sqlite import DB_NAME
 
-out = Console(highlight=False)
+out = Console(highlight=False, soft_wrap=True)  # command lines stay whole (copy-paste)
 err = Console(stderr=True, highlight=False)
 
 StateDir = Annotated[
@@ -408,17 +408,29 @@ def register(app: typer.Typer) -> None:
         if not current:
             out.print("nothing is held")
             return
-        out.print(holds_table(current))
+        enforced = [h for h in current if h.enforced]
+        out.print(
+            Text(
+                f"{len(enforced)} open hold(s): calls to these are held until a person reviews "
+                "them"
+                + (
+                    f" ({len(current) - len(enforced)} more only observed)"
+                    if len(enforced) < len(current)
+                    else ""
+                ),
+                style="bold red" if enforced else "bold",
+            )
+        )
         commands = _commands(state_dir, config)
-        for hold in current:
+        for hold in sorted(current, key=lambda h: (not h.enforced, -h.first_seen)):
+            out.print(Text(f"\n- {hold_headline(hold)}", style="bold"))
             origin = hold.extra.get("provenance")
             if isinstance(origin, dict):
                 pin = origin.get("pin") or {}
                 out.print(
                     Text(
-                        f"  {hold.kind.value} {sanitize_text(hold.name, 80)}: pinned "
-                        f"{pin.get('how', 'never')} {pin.get('at', '')}; server identity "
-                        f"{origin.get('server_identity') or 'unknown'}; posture "
+                        f"  pinned {pin.get('how', 'never')} {pin.get('at', '')}; server "
+                        f"identity {identity_text(origin.get('server_identity'))}; posture "
                         f"{origin.get('posture')}"
                     )
                 )
@@ -429,6 +441,8 @@ def register(app: typer.Typer) -> None:
                 )
                 out.print(Text(f"  behaviour validated: {verdict.get('verdict')} at {stamp}"))
             out.print(Text(f"  review: {commands.review(hold)}\n  accept: {commands.accept(hold)}"))
+        out.print()
+        out.print(holds_table(current))
         out.print(Text(HOLD_MEANING, style="dim"))
 
     @app.command("diff")

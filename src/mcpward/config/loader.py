@@ -8,7 +8,14 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
+from mcpward.config.guards import (
+    guards_schema,
+    parse_guards_section,
+    resolve_guards,
+    unknown_kinds,
+)
 from mcpward.config.models import GatewayConfig
+from mcpward.config.suggest import unknown_field_message
 from mcpward.guards.kinds import resolve_guard_kind
 from mcpward.pipeline.guard import Guard
 from mcpward.pipeline.spec import GuardSpec
@@ -41,16 +48,20 @@ def _loc(parts: tuple[int | str, ...] | list[int | str]) -> str:
     return out
 
 
-def _pydantic_problems(exc: ValidationError, prefix: str = "") -> list[ConfigProblem]:
+def _pydantic_problems(
+    exc: ValidationError, prefix: str = "", schema: dict[str, Any] | None = None
+) -> list[ConfigProblem]:
+    """One problem per pydantic error; `schema` (of the model that refused) names the valid
+    fields next to an unknown one."""
     problems = []
     for err in exc.errors(include_url=False):
         loc = [p for p in err["loc"] if p not in ("stdio", "http")]
         where = _loc(loc)
         if prefix:
-            where = f"{prefix}.{where}" if where else prefix
+            where = f"{prefix}{'' if where.startswith('[') else '.'}{where}" if where else prefix
         message = err["msg"]
         if err["type"] == "extra_forbidden":
-            message = "unknown field; check the spelling (`mcpward config schema` lists the fields)"
+            message = unknown_field_message(schema, loc)
         elif err["type"] == "missing":
             message = "required field is missing"
         elif "input" in err and err["type"] not in ("model_type",):
@@ -88,13 +99,12 @@ _INVALID = _Invalid()
 
 
 def _check_guards(
-    specs: list[GuardSpec], from_defaults: bool
+    specs: list[GuardSpec], places: list[str]
 ) -> tuple[list[BaseModel], list[ConfigProblem]]:
     problems: list[ConfigProblem] = []
     options: list[BaseModel] = []
-    seen: dict[str, int] = {}
-    for index, spec in enumerate(specs):
-        where = "guards (built-in defaults)" if from_defaults else f"guards[{index}]"
+    seen: dict[str, str] = {}
+    for spec, where in zip(specs, places, strict=True):
         try:
             cls = resolve_guard_kind(spec.kind)
         except KeyError as exc:
@@ -106,11 +116,11 @@ def _check_guards(
             problems.append(
                 ConfigProblem(
                     f"{where}.id",
-                    f"guard id {guard_id!r} is already used by guards[{seen[guard_id]}]; "
+                    f"guard id {guard_id!r} is already used by {seen[guard_id]}; "
                     "give each guard of the same kind its own id",
                 )
             )
-        seen[guard_id] = index
+        seen[guard_id] = where
         supported = cls.supported_phases()
         unsupported = [p.value for p in spec.runs_on if p not in supported]
         if unsupported:
@@ -124,7 +134,8 @@ def _check_guards(
         try:
             options.append(cls.Options.model_validate(spec.config))
         except ValidationError as exc:
-            problems += _pydantic_problems(exc, prefix=f"{where}.config")
+            schema = cls.Options.model_json_schema()
+            problems += _pydantic_problems(exc, f"{where}.config", schema)
             options.append(_INVALID)
         except ValueError as exc:
             problems.append(ConfigProblem(f"{where}.config", str(exc)))
@@ -151,26 +162,39 @@ def _consult_problems(config: GatewayConfig, specs: list[GuardSpec]) -> list[Con
 
 
 def parse_config(data: Any, source: str = "<config>") -> LoadedConfig:
-    """Validate already parsed YAML/JSON data."""
+    """Validate already parsed YAML/JSON data; every problem is reported at once."""
     if not isinstance(data, dict):
         raise ConfigError(
             source, [ConfigProblem("", "the file must contain a mapping at the top level")]
         )
+    problems: list[ConfigProblem] = []
+    config: GatewayConfig | None = None
     try:
-        config = GatewayConfig.model_validate(data)
+        config = GatewayConfig.model_validate({k: v for k, v in data.items() if k != "guards"})
     except ValidationError as exc:
-        raise ConfigError(source, _pydantic_problems(exc)) from None
-    from_defaults = config.guards is None
-    if from_defaults:
-        from mcpward.guards.defaults import default_guard_specs
-
-        specs = default_guard_specs()
+        problems += _pydantic_problems(exc, schema=GatewayConfig.model_json_schema())
+    specs: list[GuardSpec] = []
+    options: list[BaseModel] = []
+    section = None
+    try:
+        section = parse_guards_section(data.get("guards"))
+    except ValidationError as exc:
+        raw = data.get("guards")
+        problems += _pydantic_problems(exc, "guards", guards_schema(raw))
+        problems += [ConfigProblem(where, message) for where, message in unknown_kinds(raw)]
+    except ValueError as exc:
+        problems.append(ConfigProblem("guards", str(exc)))
     else:
-        specs = list(config.guards or [])
-    options, problems = _check_guards(specs, from_defaults)
-    problems += _consult_problems(config, specs)
-    if problems:
+        resolved = resolve_guards(section)
+        problems += [ConfigProblem(where, message) for where, message in resolved.problems]
+        specs = resolved.specs
+        options, found = _check_guards(specs, resolved.where)
+        problems += found
+    if config is not None:
+        problems += _consult_problems(config, specs)
+    if problems or config is None:
         raise ConfigError(source, problems)
+    config = config.model_copy(update={"guards": section})
     return LoadedConfig(source, config, specs, options)
 
 

@@ -16,6 +16,7 @@ from pydantic import (
     field_validator,
 )
 
+from mcpward.config.guards import GuardsConfig
 from mcpward.config.http_front import HttpFront
 from mcpward.config.upstreams import (
     DEFAULT_MAX_FRAME_BYTES,
@@ -27,7 +28,7 @@ from mcpward.contracts.consult.settings import ConsultSettings
 from mcpward.egress.endpoint import endpoint_refusal
 from mcpward.egress.policy import EgressConfigError
 from mcpward.evidence.settings import EvidenceSettings
-from mcpward.pipeline.spec import GuardSpec, Mode
+from mcpward.pipeline.spec import Mode
 from mcpward.store.settings import KeysSettings, StoreSettings
 from mcpward.telemetry.settings import TelemetrySettings
 
@@ -100,6 +101,12 @@ class GatewaySettings(Strict):
         "included); a session that would exceed it is refused (HTTP 503, or -32011 capacity).",
     )
     mode: Mode = Field(default=Mode.ENFORCE, description="enforce | shadow (record, do not block).")
+    console_url: str | None = Field(
+        default=None,
+        pattern=r"^https?://",
+        description="Where people review holds (`mcpward console`, or the HTTP front's "
+        "/console); named in every HOLD message a client gets.",
+    )
     relist_interval_s: float = Field(
         default=300.0,
         ge=0,
@@ -121,8 +128,11 @@ class GatewayConfig(Strict):
     front: Front = Field(default_factory=StdioFront)
     gateway: GatewaySettings = Field(default_factory=GatewaySettings)
     upstreams: list[Upstream] = Field(min_length=1)
-    guards: list[GuardSpec] | None = Field(
-        default=None, description="The guard pipeline; omitted = the built-in default guards."
+    guards: GuardsConfig | None = Field(
+        default=None,
+        description="Guards added to the built-in defaults (an entry with a default's id "
+        "adjusts it); `{replace_defaults: true, list: [...]}` runs only the listed guards. "
+        "Omitted = the built-in defaults.",
     )
     state_dir: Path | None = Field(
         default=None, description="Where pins, keys and the ledger live (default: XDG state dir)."

@@ -101,6 +101,7 @@ class Console:
         self.settings = settings
         self.auth = settings.auth
         self.templates = Jinja2Templates(directory=str(HERE / "templates"))
+        self.templates.env.filters["plain"] = queries.plain_value
         self._failures: deque[float] = deque()
 
     # -- plumbing ----------------------------------------------------------------------------

@@ -7,6 +7,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import hmac
+import os
 import secrets
 import time
 from collections.abc import Iterable
@@ -44,6 +45,22 @@ def check_not_a_client_token(token: str, client_token_hashes: Iterable[str]) -> 
         raise AdminTokenError(
             "the admin token is also a client token of the MCP endpoint; use a separate token"
         )
+
+
+ADMIN_TOKEN_NAME = "console-admin.token"  # the default token file, in the state directory
+
+
+def ensure_admin_token(path: Path) -> bool:
+    """Make a fresh admin token at `path` (mode 600) unless one is there; True if made."""
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        return False
+    except OSError as exc:
+        raise AdminTokenError(f"{path}: cannot write an admin token: {exc.strerror}") from None
+    with os.fdopen(fd, "w", encoding="utf-8") as out:
+        out.write(secrets.token_urlsafe(32) + "\n")
+    return True
 
 
 def read_admin_token_file(path: Path) -> str:

@@ -5,6 +5,7 @@ Every read is bounded: at most MAX_SCAN recent ledger entries, page sizes capped
 
 from __future__ import annotations
 
+import difflib
 import json
 import time
 from collections import Counter, defaultdict
@@ -22,6 +23,7 @@ from mcpward.contracts.model import HoldRecord, Pin
 from mcpward.contracts.review import ReviewError, diff_holds
 from mcpward.contracts.sanitize import sanitize_text
 from mcpward.contracts.store import PinStore
+from mcpward.contracts.taxonomy import ChangeKind, Family, family
 from mcpward.evidence.ledger_keys import local_verifier_key
 from mcpward.evidence.reviews import read_reviews
 from mcpward.evidence.source import LedgerSource
@@ -106,6 +108,31 @@ class HoldView:
     held_call_count: int = 0
     validatable: bool = False  # tier 3 (`mcpward validate`) can settle this hold
     validation: dict[str, Any] | None = None  # its last verdict on this held contract
+    risk: str = "medium"  # high | medium | low: the card's order and colour
+    delta: list[tuple[str, str]] = field(default_factory=list)  # ("add"|"del"|"same", line)
+    kept: dict[str, Any] | None = None  # the latest "Keep held" decision on this very contract
+
+
+# Change families by how much a person should worry (the card order and colour of a hold)
+HIGH_RISK = frozenset({Family.MARKER, Family.INTEGRITY})
+LOW_RISK = frozenset({Family.COSMETIC, Family.ADDITIVE})
+RISK_ORDER = {"high": 0, "medium": 1, "low": 2}
+
+
+def hold_risk(hold: HoldRecord) -> str:
+    """high: injected instructions, an untrusted store, or a consult's flag; low: removals and
+    cosmetic or additive changes only; medium: everything else (schema, behaviour, text)."""
+    families = set()
+    for value in hold.change_kinds:
+        try:
+            families.add(family(ChangeKind(value)))
+        except (ValueError, KeyError):
+            families.add(Family.FAILSAFE)
+    if hold.reason in ("tampered", "consult") or families & HIGH_RISK:
+        return "high"
+    if hold.reason == "removed" or (families and families <= LOW_RISK):
+        return "low"
+    return "medium"
 
 
 def _hold_view(hold: HoldRecord, changes: list[dict[str, str]], pin: Pin | None) -> HoldView:
@@ -126,6 +153,10 @@ def _hold_view(hold: HoldRecord, changes: list[dict[str, str]], pin: Pin | None)
         new_contract=_contract_text(hold.new_contract),
         validatable=validatable(hold),
         validation=_validation_view(verdict_of(hold)),
+        risk=hold_risk(hold),
+        delta=contract_delta(
+            _contract_text(pin.contract if pin else None), _contract_text(hold.new_contract)
+        ),
     )
 
 
@@ -155,6 +186,42 @@ def _validation_view(verdict: dict[str, Any] | None) -> dict[str, Any] | None:
     }
 
 
+def plain_value(value: Any) -> str:
+    """A value as a person reads it: no None, True or Python brackets."""
+    if value is None:
+        return "—"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, dict):
+        return ", ".join(f"{str(k).replace('_', ' ')} {plain_value(v)}" for k, v in value.items())
+    if isinstance(value, list | tuple):
+        return "; ".join(plain_value(v) for v in value) or "—"
+    return str(value)
+
+
+MAX_DELTA_LINES = 400
+DELTA_CONTEXT = 3  # unchanged lines shown around each change
+
+
+def contract_delta(old: str, new: str) -> list[tuple[str, str]]:
+    """The pinned and held contract texts line by line, what changed marked (add / del)."""
+    marks = {"+ ": "add", "- ": "del", "  ": "same"}
+    lines = [
+        (marks[line[:2]], line[2:])
+        for line in difflib.ndiff(old.splitlines(), new.splitlines())
+        if line[:2] in marks
+    ]
+    changed = [i for i, (kind, _) in enumerate(lines) if kind != "same"]
+    near = {j for i in changed for j in range(i - DELTA_CONTEXT, i + DELTA_CONTEXT + 1)}
+    shown: list[tuple[str, str]] = []
+    for i, line in enumerate(lines):
+        if i in near:
+            shown.append(line)
+        elif not shown or shown[-1][0] != "gap":
+            shown.append(("gap", "…"))
+    return shown[:MAX_DELTA_LINES]
+
+
 def open_holds(store: PinStore, source: LedgerSource) -> list[HoldView]:
     """Every open hold with its diff against the pin and the calls it held."""
     views: list[HoldView] = []
@@ -179,6 +246,20 @@ def open_holds(store: PinStore, source: LedgerSource) -> list[HoldView]:
             views.append(_hold_view(d.hold, changes, d.pin))
     with _ledger(source) as ledger_view:
         entries = _recent(ledger_view)
+    kept: dict[tuple[str, str, str, str | None], dict[str, Any]] = {}
+    for review in read_reviews(entries):
+        if review.get("action") == "keep_held":
+            key = (
+                str(review.get("upstream")),
+                str(review.get("item_kind")),
+                str(review.get("item")),
+                review.get("new_hash"),
+            )
+            kept[key] = review
+    for hold_view in views:
+        key = (hold_view.upstream, hold_view.item_kind, hold_view.item, hold_view.new_hash)
+        hold_view.kept = kept.get(key)
+    views.sort(key=lambda v: RISK_ORDER[v.risk])
     by_item: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
     for _, receipt in _receipts(entries):
         if receipt.get("decision") == PolicyDecision.HOLD.value:

@@ -567,12 +567,16 @@ class Gate:
         return None
 
     def withheld(self, upstream: str, kind: ItemKind) -> set[str]:
-        """Names of this kind whose enforced holds keep them out of list results."""
+        """Names of this kind whose enforced holds keep them out of list results (as live)."""
+        return set(self.held(upstream, kind))
+
+    def held(self, upstream: str, kind: ItemKind) -> dict[str, HoldRecord]:
+        """Name -> enforced hold of the listed items of this kind (removed items are not)."""
         st = self._states.get(upstream)
         if st is None:
-            return set()
+            return {}
         return {
-            k[1]
+            k[1]: h
             for k, h in st.holds.items()
             if k[0] is kind and self._enforced(h) and h.reason != "removed"
         }

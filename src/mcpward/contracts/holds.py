@@ -6,6 +6,7 @@ Every attacker-controlled string passes through `sanitize_text`; commands are sh
 from __future__ import annotations
 
 import shlex
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -26,6 +27,7 @@ class Commands:
     store_args: tuple[str, ...] = ()
     sandboxable: frozenset[str] = field(default_factory=frozenset)
     config_args: tuple[str, ...] = ()
+    console_url: str | None = None  # where the review console is served, when configured
 
     def _line(self, *parts: str) -> str:
         return shlex.join(["mcpward", *parts, *self.store_args])
@@ -37,6 +39,9 @@ class Commands:
         if hold.kind not in (ItemKind.TOOL, ItemKind.SERVER):
             parts += ["--kind", hold.kind.value]
         return parts
+
+    def holds(self) -> str:
+        return self._line("holds")
 
     def show(self, upstream: str) -> str:
         return self._line("pins", "show", upstream)
@@ -135,11 +140,54 @@ def hold_message(hold: HoldRecord, commands: Commands) -> str:
         )
     else:
         lead = f"{_what(hold)} of upstream '{upstream}' changed against its pin: {_summary(hold)}"
-    message = f"mcpward held this call: {lead}. Review: {commands.review(hold)}"
+    message = (
+        f"mcpward held this call before it ran: {lead}. A person must review the change: "
+        f"{commands.review(hold)}; to trust it: {commands.accept(hold)}{_console(commands)}"
+    )
     validate = commands.validate(hold)
     if validate is not None:
-        message += f" Validate its behaviour in a sandbox: {validate}"
+        message += f". Or validate its behaviour in a sandbox: {validate}"
     return message
+
+
+def _console(commands: Commands) -> str:
+    return f"; or in the console: {commands.console_url}" if commands.console_url else ""
+
+
+# Kinds of hold whose item is still listed, with its pinned (trusted) definition: the contract
+# moved against a pin. New items have no pin, removed ones nothing to list, and a tampered store
+# no trusted pin.
+LISTED_REASONS = frozenset({"drift", "consult"})
+
+
+def hold_note(hold: HoldRecord, commands: Commands) -> str:
+    """The one line added to a held item's listed (pinned) description."""
+    return (
+        f"[mcpward: HELD. This {hold.kind.value.replace('_', ' ')} changed on its server "
+        f"({', '.join(hold.change_kinds[:3]) or 'changed'}); what is listed is the version "
+        f"approved before. A call to it is held until a person reviews: {commands.review(hold)}]"
+    )
+
+
+def hold_notice(hold: HoldRecord, commands: Commands) -> str:
+    """The sentence a client is sent (notifications/message) when it sees a held item."""
+    upstream = sanitize_text(hold.upstream, 64)
+    return (
+        f"mcpward held {_what(hold)} of upstream '{upstream}': {_summary(hold)}. It stays "
+        f"listed as approved; calls to it are held before they run. Review: "
+        f"{commands.review(hold)}; accept: {commands.accept(hold)}{_console(commands)}"
+    )
+
+
+def pinned_listing(pinned: Any, hold: HoldRecord, commands: Commands) -> dict[str, Any] | None:
+    """The held item as the client lists it: its pinned definition with the note appended to
+    its description; None if the pinned contract is not a definition."""
+    if not isinstance(pinned, dict):
+        return None
+    description = pinned.get("description")
+    note = hold_note(hold, commands)
+    text = f"{description}\n\n{note}" if isinstance(description, str) and description else note
+    return {**pinned, "description": text}
 
 
 def hold_details(hold: HoldRecord, commands: Commands) -> dict[str, Any]:
@@ -203,3 +251,23 @@ def hold_banner(hold: HoldRecord, commands: Commands) -> str:
         f"[{hold.verdict.value}, posture {hold.posture}]: {_summary(hold, 6)}. "
         f"Review: {commands.review(hold)}  Accept: {commands.accept(hold)}"
     )
+
+
+def hold_headline(hold: HoldRecord) -> str:
+    """One line naming a hold: held or only observed, what, why and since when."""
+    state = "HELD" if hold.enforced else "observed (monitor, not enforced)"
+    since = time.strftime("%Y-%m-%d %H:%M", time.localtime(hold.first_seen))
+    return (
+        f"{state}: {_what(hold)} of upstream '{sanitize_text(hold.upstream, 64)}' "
+        f"({hold_code(hold)}): {_summary(hold)}; since {since}"
+    )
+
+
+def identity_text(identity: Any) -> str:
+    """A server identity (a digest, or a mapping of digests) as short readable text."""
+    if isinstance(identity, dict):
+        parts = [
+            f"{key.replace('_', ' ')} {str(value)[:12]}" for key, value in identity.items() if value
+        ]
+        return ", ".join(parts) or "unknown"
+    return sanitize_text(str(identity), 64) if identity else "unknown"

@@ -103,7 +103,7 @@ def hold_diff_view(diff: HoldDiff, commands: Commands) -> RenderableType:
 def holds_table(holds: list[HoldRecord]) -> Table:
     table = Table(show_header=True, header_style="bold")
     for col in ("upstream", "item", "reason", "verdict", "posture", "changes", "since"):
-        table.add_column(col)
+        table.add_column(col, overflow="fold")  # wrap, never cut
     for hold in holds:
         item = (
             "(whole upstream)"
@@ -129,7 +129,7 @@ def holds_table(holds: list[HoldRecord]) -> Table:
 def pins_table(pins: list[Pin]) -> Table:
     table = Table(show_header=True, header_style="bold")
     for col in ("kind", "name", "hash", "source", "pinned"):
-        table.add_column(col)
+        table.add_column(col, overflow="fold")  # wrap, never cut
     for pin in sorted(pins, key=lambda p: (p.kind.value, p.name)):
         table.add_row(
             Text(pin.kind.value),

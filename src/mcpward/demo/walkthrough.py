@@ -348,10 +348,8 @@ def console_pointer(config_path: Path, *, kept: bool) -> Text:
         text.append("  mcpward demo --keep   (keeps the demo's state for the console)\n")
         config = f"DEMO_DIR/{config_path.name}"
     text.append(
-        "  python -c 'import secrets; print(secrets.token_urlsafe(32))' > admin.token\n"
-        "  chmod 600 admin.token\n"
-        f"  mcpward console --config {config} --token-file admin.token\n"
-        "then open http://127.0.0.1:8932/ and sign in with the token in admin.token."
+        f"  mcpward console --config {config}\n"
+        "then open http://127.0.0.1:8932/ and sign in with the token whose file it names."
     )
     return text
 

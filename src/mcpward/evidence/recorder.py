@@ -18,6 +18,7 @@ from pathlib import Path
 from mcpward.evidence.checkpoint import CheckpointError, open_checkpoint
 from mcpward.evidence.ledger import Ledger
 from mcpward.evidence.ledger_keys import load_ledger_keys
+from mcpward.evidence.live_writers import LiveWriters
 from mcpward.evidence.note import NoteError
 from mcpward.evidence.receipt import check_record, payload_hashes
 from mcpward.evidence.record import DecisionRecord, NullRecorder, Recorder
@@ -47,9 +48,14 @@ class LedgerRecorder:
     """Hands DecisionRecords to the ledger's writer thread; its futures say when to answer."""
 
     def __init__(
-        self, ledger: Ledger, settings: EvidenceSettings, clock: Callable[[], float] = time.time
+        self,
+        ledger: Ledger,
+        settings: EvidenceSettings,
+        clock: Callable[[], float] = time.time,
+        writers: LiveWriters | None = None,
     ) -> None:
         self.ledger = ledger
+        self._writers = writers  # this process's hold on the ledger's live-writers lock
         self.settings = settings
         self._clock = clock
         self._waits = settings.durability != "batched"  # the caller waits for the writer
@@ -84,6 +90,8 @@ class LedgerRecorder:
             self._writer.stop(done)
             self._close_task = done
         await asyncio.shield(self._close_task)
+        if self._writers is not None:
+            self._writers.leave()
 
     # -- counters (tests, benchmarks) --------------------------------------------------------
 
@@ -112,8 +120,10 @@ class LedgerRecorder:
         return self.ledger.store.wal_syncs
 
 
-def recover(ledger: Ledger) -> None:
-    """After an unclean stop: check the HMACs of entries past the last checkpoint, then sign them.
+def recover(ledger: Ledger, others_running: bool = False) -> None:
+    """Sign entries past the last checkpoint after checking their HMACs: left by an unclean
+    stop, or (`others_running`) not yet signed by a gateway running beside this one, which is
+    normal and not reported as a crash.
 
     A tail that does not verify is left unsigned (and logged); `mcpward ledger verify` reports it.
     """
@@ -140,7 +150,10 @@ def recover(ledger: Ledger) -> None:
             report = verifier.verify(view.entries(start), start_seq=start, start_prev=prev)
     if report.state in (LedgerState.UNSIGNED, LedgerState.EMPTY):
         ledger.checkpoint()
-        log.info("signed %d entries written before an unclean stop", report.entries)
+        if others_running:
+            log.debug("signed %d entries of a gateway running beside this one", report.entries)
+        else:
+            log.info("signed %d entries written before an unclean stop", report.entries)
     else:
         log.error(
             "ledger entries after the last checkpoint fail verification (%s, %s at seq %s); "
@@ -186,6 +199,10 @@ def build_recorder(
     if not settings.enabled:
         return NullRecorder()
     ledger = open_ledger(settings, state_dir, store)
-    recover(ledger)
+    writers = None
+    if store is None or not store.postgres:
+        writers = LiveWriters(EvidencePaths.resolve(state_dir, settings.path, store=store).ledger)
+    alone = writers.join() if writers is not None else True
+    recover(ledger, others_running=not alone)
     ledger.store.note_durability(settings.durability, time.time())
-    return LedgerRecorder(ledger, settings)
+    return LedgerRecorder(ledger, settings, writers=writers)

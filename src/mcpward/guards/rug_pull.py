@@ -17,7 +17,15 @@ from pydantic import BaseModel, ConfigDict, Field
 from mcpward.contracts.consult.consult import SemanticConsult
 from mcpward.contracts.extract import ContractMap, contracts_of, item_name, snapshot_contracts
 from mcpward.contracts.gate import CONSULTING, UNLISTED, CheckResult, ConnectionView, Gate
-from mcpward.contracts.holds import Commands, hold_code, hold_details, hold_message
+from mcpward.contracts.holds import (
+    LISTED_REASONS,
+    Commands,
+    hold_code,
+    hold_details,
+    hold_message,
+    hold_notice,
+    pinned_listing,
+)
 from mcpward.contracts.markers import MarkerScan
 from mcpward.contracts.model import HoldRecord, ItemKind, Verdict
 from mcpward.contracts.postures import Posture, PostureTable
@@ -26,7 +34,7 @@ from mcpward.contracts.sanitize import sanitize_text
 from mcpward.contracts.store import PinStore
 from mcpward.contracts.taxonomy import ChangeKind
 from mcpward.guards.detection.regex import compile_pending
-from mcpward.guards.detection.scanner import ContentScanner
+from mcpward.guards.detection.scanner import ContentScanner, score
 from mcpward.guards.rug_pull_consult import build_consult, definition_scanner
 from mcpward.pipeline.context import GuardContext
 from mcpward.pipeline.decisions import Allow, Decision, Deny, Hold, Modify, ReplaceTools
@@ -87,7 +95,16 @@ class RugPullOptions(BaseModel):
         default_factory=dict, description="Per upstream id: posture, overrides, new_tools."
     )
     withhold_held: bool = Field(
-        default=True, description="Leave held tools, prompts and resources out of list results."
+        default=True,
+        description="Never list a held item as the server now serves it (false: list it live; "
+        "calls are still held).",
+    )
+    list_held: bool = Field(
+        default=True,
+        description="List an item held because its contract moved with its pinned (trusted) "
+        "definition and a note that it is held, so a client shows it and a call to it gets the "
+        "-32010 explanation (false: leave it out of lists). Items whose new definition looks "
+        "poisoned, new items and a tampered store stay out.",
     )
     revalidate: bool = Field(
         default=True,
@@ -207,6 +224,7 @@ class RugPullGuard(Guard):
         self._identities: dict[str, Any] = {}
         self._evidence_cache: dict[tuple[Any, ...], dict[str, Any]] = {}
         self._consult: SemanticConsult | None = None
+        self._scanner: ContentScanner | None = None
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -224,8 +242,10 @@ class RugPullGuard(Guard):
         self._store = await asyncio.to_thread(open_pin_store, context)
         self._identities = dict(services.upstream_provenance or services.upstream_identities)
         config_args = ("--config", str(context.config_path)) if context.config_path else ()
-        commands = Commands(context.cli_args(), services.sandboxable, config_args)
-        scanner = definition_scanner()
+        commands = Commands(
+            context.cli_args(), services.sandboxable, config_args, services.console_url
+        )
+        scanner = self._scanner = definition_scanner()
         if services.consult is not None and services.consult.enabled:
             self._consult = build_consult(services.consult, services, scanner)
         self._gate = Gate(
@@ -323,11 +343,40 @@ class RugPullGuard(Guard):
             gate.settle(upstream, observed.consulting)
         if not self.opts.withhold_held:
             return _ALLOW
-        hidden = {kind: gate.withheld(upstream, kind) for kind in withheld_kinds}
-        if not any(hidden.values()):
+        held = {kind: gate.held(upstream, kind) for kind in withheld_kinds}
+        if not any(held.values()):
             return _ALLOW
-        kept = [i for i in items if item_name(kind_of(i), i) not in hidden.get(kind_of(i), set())]
-        return Modify(ReplaceTools(kept), evidence={"withheld": len(items) - len(kept)})
+        kept: list[Any] = []
+        notices: list[str] = []
+        for item in items:
+            kind = kind_of(item)
+            hold = held.get(kind, {}).get(item_name(kind, item) or "")
+            if hold is None:
+                kept.append(item)
+                continue
+            listed = self._pinned_listing(hold, item)
+            if listed is not None:
+                kept.append(listed)
+                notices.append(hold_notice(hold, gate.commands))
+        evidence = {"withheld": len(items) - len(kept)}
+        if notices:
+            evidence["held_listed"] = len(notices)
+        return Modify(ReplaceTools(kept), evidence=evidence, notices=tuple(notices))
+
+    def _pinned_listing(self, hold: HoldRecord, live: Any) -> dict[str, Any] | None:
+        """A held item as listed: its pinned definition with a note, when its contract moved
+        against a pin and the new definition does not look poisoned (a content guard would drop
+        it: it stays out, as it would without a pin)."""
+        if not self.opts.list_held or hold.reason not in LISTED_REASONS:
+            return None
+        if ChangeKind.INJECTION_MARKER_ADDED.value in hold.change_kinds:
+            return None
+        if self._scanner is not None and score(self._scanner.scan_definition(live)) >= 1.0:
+            return None
+        pin = self._require().pin(hold.upstream, hold.kind, hold.name)
+        if pin is None:
+            return None
+        return pinned_listing(pin.contract, hold, self._require().commands)
 
     async def on_tools_list(self, subject: Subject, ctx: GuardContext) -> Decision:
         return await self._list(lambda _i: ItemKind.TOOL, subject, ctx, (ItemKind.TOOL,))

@@ -70,8 +70,12 @@ ModifyAction = ReplaceTools | RedactFields | AddWarning | ReplacePayload
 
 @dataclass(frozen=True, slots=True)
 class Modify:
+    """`notices`: sentences for the person at the client (e.g. "this tool is held"), sent to
+    it as a `notifications/message` warning, once per session."""
+
     action: ModifyAction
     evidence: dict[str, Any] = field(default_factory=dict)
+    notices: tuple[str, ...] = ()
 
 
 Decision = Allow | Deny | Hold | Modify

@@ -50,6 +50,7 @@ class Outcome:
     stop: Deny | Hold | None = None
     stopped_by: str | None = None
     warnings: list[str] = field(default_factory=list)
+    notices: list[str] = field(default_factory=list)  # for the person (Modify.notices)
     runs: list[GuardRun] = field(default_factory=list)
     modified: bool = False
     shadow_stops: list[tuple[str, Deny | Hold]] = field(default_factory=list)
@@ -198,6 +199,7 @@ class Pipeline:
                 out.modified = True
                 run.outcome = "modify"
                 run.evidence = dict(decision.evidence)
+                out.notices.extend(decision.notices)
                 return not isinstance(decision.action, AddWarning)
             except ModifyError as exc:
                 failure = "error"

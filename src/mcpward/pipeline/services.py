@@ -100,3 +100,4 @@ class GatewayServices:
     consult: ConsultSettings | None = None  # tier 2 of the drift gate; None = off (the default)
     # upstreams tier 3 (`mcpward validate`) can observe: stdio ones, and HTTP ones marked owned
     sandboxable: frozenset[str] = field(default_factory=frozenset)
+    console_url: str | None = None  # the review console's address, named in HOLD messages

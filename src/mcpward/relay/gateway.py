@@ -188,6 +188,7 @@ class Gateway:
             sandboxable=frozenset(
                 u.id for u in loaded.config.upstreams if u.kind == "stdio" or u.owned
             ),
+            console_url=loaded.config.gateway.console_url,
         )
         for guard in gateway.pipeline.guards:
             try:

@@ -24,7 +24,7 @@ from mcpward.relay.foreign_codes import without_gateway_codes
 from mcpward.relay.outbox import Outbox
 from mcpward.telemetry import log_limits
 from mcpward.telemetry.propagation import TRACEPARENT
-from mcpward.upstreams.base import UpstreamConnection, UpstreamUnavailable
+from mcpward.upstreams.base import CommandMissing, UpstreamConnection, UpstreamUnavailable
 
 if TYPE_CHECKING:
     from mcpward.telemetry.metrics import GatewayMetrics
@@ -63,11 +63,14 @@ class LinkState(Enum):
 class UpstreamError(Exception):
     """A request to the upstream failed without an answer; carries the closed-vocabulary reason."""
 
-    def __init__(self, upstream: str, reason: UpstreamFailure, detail: str = "") -> None:
+    def __init__(
+        self, upstream: str, reason: UpstreamFailure, detail: str = "", problem: str = ""
+    ) -> None:
         super().__init__(f"upstream {upstream!r}: {reason.value}{': ' + detail if detail else ''}")
         self.upstream = upstream
         self.reason = reason
         self.detail = detail
+        self.problem = problem  # our own sentence for the client (a missing command), or ""
 
 
 # An upstream that sends this many invalid answers within the window is restarted: one bad answer
@@ -130,6 +133,7 @@ class UpstreamLink:
         self._answered = False
         self._next_delay_s: float | None = None
         self.last_failure = UpstreamFailure.NOT_CONNECTED
+        self.last_problem = ""  # why the last start failed, for the client (CommandMissing)
         # Bumped by every new connection (first start, restart, reconnect): what was read on an
         # earlier connection says nothing about what this one serves.
         self.generation = 0
@@ -192,7 +196,9 @@ class UpstreamLink:
             if isinstance(exc, UpstreamUnavailable) and exc.reason is UpstreamFailure.CAPACITY:
                 reason = UpstreamFailure.CAPACITY  # a cap, not a broken server: say so
             self.last_failure = reason
-            raise UpstreamError(self.id, reason, str(exc)) from None
+            self.last_problem = exc.problem if isinstance(exc, CommandMissing) else ""
+            raise UpstreamError(self.id, reason, str(exc), self.last_problem) from None
+        self.last_problem = ""
         self.generation += 1
         self._answered = False
         self.state = LinkState.UP
@@ -410,7 +416,7 @@ class UpstreamLink:
     ) -> dict[str, Any]:
         """Send a request with our own id; return the upstream's response or error message."""
         if self.state is not LinkState.UP:
-            raise UpstreamError(self.id, self._down_reason())
+            raise UpstreamError(self.id, self._down_reason(), problem=self.last_problem)
         if request_id is None:
             request_id = next(self._ids)
         loop = asyncio.get_running_loop()

@@ -33,6 +33,7 @@ MAX_LIST_PAGES = 200  # a server that paginates forever is cut off, not followed
 _RESPONSE_PHASES = (Phase.RESPONSE,)
 
 Record = Callable[[DecisionRecord], Awaitable[None]]
+Notice = Callable[[str], Awaitable[None]]
 ContractsOf = Callable[[UpstreamLink], ConnectionContracts]
 
 
@@ -64,12 +65,14 @@ class ListRelay:
         routes: Routes,
         contracts_of: ContractsOf,
         record: Record,
+        notice: Notice | None = None,
     ) -> None:
         self.state = state
         self.calls = calls
         self.routes = routes
         self.contracts_of = contracts_of
         self.record = record
+        self.notice = notice
 
     async def handle(self, message: Message) -> Message:
         """Answer one list request. A list is judged (the list phase): an internal failure is
@@ -198,6 +201,9 @@ class ListRelay:
             result = out.payload if out.stop is None else result
         elif out.stop is None:
             result = {**result, kind.key: out.payload}
+        if self.notice is not None:
+            for text in out.notices:
+                await self.notice(text)
         if out.modified and era is Era.MODERN and "cacheScope" in result:
             result = {**result, "cacheScope": "private"}  # filtered for this client only
         if out.modified or out.stop is not None or out.shadow_stops:

@@ -49,12 +49,12 @@ def stopped(
 
 
 def upstream_unavailable(request_id: RequestId, exc: UpstreamError) -> Message:
-    return jsonrpc.error(
-        request_id,
-        errors.UPSTREAM_UNAVAILABLE,
-        f"upstream {exc.upstream!r} unavailable: {exc.reason.value}",
-        {"upstream": exc.upstream, "reason": exc.reason.value},
-    )
+    data: dict[str, Any] = {"upstream": exc.upstream, "reason": exc.reason.value}
+    message = f"upstream {exc.upstream!r} unavailable: {exc.reason.value}"
+    if exc.problem:  # e.g. its command is missing: name it and the OS error
+        data["problem"] = exc.problem
+        message += f": {exc.problem}"
+    return jsonrpc.error(request_id, errors.UPSTREAM_UNAVAILABLE, message, data)
 
 
 def internal(request_id: RequestId | None, where: str) -> Message:

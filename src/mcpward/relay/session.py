@@ -37,6 +37,7 @@ from mcpward.relay.state import SessionState
 from mcpward.relay.upstream_calls import UpstreamCalls
 
 log = logging.getLogger("mcpward.relay")
+MAX_NOTICES = 256  # distinct notices remembered per session (a repeat after that is sent)
 
 # Requests of one client in flight at once; past it a request is refused at once (each holds a
 # task and its id, and a client chooses how many it sends).
@@ -68,7 +69,9 @@ class Session:
         self.eras = EraOpener(state, lambda: self._spawn(self._refresh_all()))
         self.calls = UpstreamCalls(self.eras.open)
         self.routes = Routes(state)
-        self.lists = ListRelay(state, self.calls, self.routes, self.contracts_of, self._record)
+        self.lists = ListRelay(
+            state, self.calls, self.routes, self.contracts_of, self._record, self._notice
+        )
         self.judged = JudgedCalls(
             state,
             self.calls,
@@ -98,6 +101,7 @@ class Session:
         self._background: set[asyncio.Task[Any]] = set()
         self._closed = False
         self._told_failed: set[str] = set()  # upstreams the client was told failed at start
+        self._told_notices: set[str] = set()  # guards' notices already sent (bounded)
         self._opening: asyncio.Task[None] | None = None  # the client's initialize, while running
         self._handlers: dict[str, Callable[[Message], Awaitable[Message | None]]] = {
             methods.INITIALIZE: functools.partial(self._open, self.eras.initialize),
@@ -354,15 +358,32 @@ class Session:
             return
         self._told_failed.add(link.id)
         reason = link.last_failure.value
+        problem = f": {link.last_problem}" if link.last_problem else ""
         data = {
             "upstream": link.id,
             "reason": reason,
-            "message": f"upstream {link.id!r} failed before serving anything ({reason}); "
+            "message": f"upstream {link.id!r} failed before serving anything ({reason}{problem}); "
             "mcpward restarts it with a growing backoff",
         }
         await self._send(
             jsonrpc.notification(
                 "notifications/message", {"level": "error", "logger": "mcpward", "data": data}
+            ),
+            None,
+        )
+
+    async def _notice(self, text: str) -> None:
+        """A guard's sentence for the person (a HOLD made, say), as a `notifications/message`
+        warning a client can show; each sentence once per session, handshake era only (a
+        2026-07-28 client has no channel for it outside a request: its call gets -32010)."""
+        if self.state.era is not Era.HANDSHAKE or text in self._told_notices:
+            return
+        if len(self._told_notices) >= MAX_NOTICES:
+            self._told_notices.clear()
+        self._told_notices.add(text)
+        await self._send(
+            jsonrpc.notification(
+                "notifications/message", {"level": "warning", "logger": "mcpward", "data": text}
             ),
             None,
         )

@@ -20,6 +20,15 @@ class UpstreamUnavailable(Exception):
         self.detail = detail
 
 
+class CommandMissing(UpstreamUnavailable):
+    """A stdio upstream's command cannot be started; `problem` names it and the OS error (our
+    own words, from the config: safe to show the client)."""
+
+    def __init__(self, problem: str) -> None:
+        super().__init__(UpstreamFailure.NOT_CONNECTED, problem)
+        self.problem = problem
+
+
 class UpstreamConnection(ABC):
     """One live connection. `start` again after a failure makes a fresh one (restart)."""
 

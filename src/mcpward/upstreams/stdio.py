@@ -23,7 +23,8 @@ from mcpward.protocol.errors import UpstreamFailure
 from mcpward.streams.framing import FrameReader, OversizedFrame, stream_limit
 from mcpward.streams.write_batch import WriteBatch
 from mcpward.telemetry.log_limits import LimitedLog
-from mcpward.upstreams.base import UpstreamConnection, UpstreamUnavailable
+from mcpward.upstreams.base import CommandMissing, UpstreamConnection, UpstreamUnavailable
+from mcpward.upstreams.command_check import command_problem
 
 log = logging.getLogger("mcpward.upstream")
 
@@ -82,6 +83,11 @@ class StdioUpstreamConnection(UpstreamConnection):
 
     async def start(self) -> None:
         await self.close()
+        env = child_environment(self.spec)
+        problem = command_problem(self.spec.command, env, self.spec.cwd)
+        if problem is not None:
+            log.error("upstream %s cannot start: %s", self.upstream_id, problem)
+            raise CommandMissing(problem)
         read_fd, write_fd = os.pipe()
         os.set_inheritable(read_fd, True)
         try:
@@ -97,7 +103,7 @@ class StdioUpstreamConnection(UpstreamConnection):
                 stdin=asyncio.subprocess.PIPE,
                 stdout=asyncio.subprocess.PIPE,
                 stderr=asyncio.subprocess.PIPE,
-                env=child_environment(self.spec),
+                env=env,
                 cwd=self.spec.cwd,
                 start_new_session=True,
                 pass_fds=(read_fd,),

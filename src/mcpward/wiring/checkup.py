@@ -11,6 +11,8 @@ import subprocess
 from collections.abc import Iterator
 from pathlib import Path, PurePath
 
+from mcpward.contracts.holds import Commands, hold_headline
+from mcpward.contracts.model import HoldRecord
 from mcpward.contracts.store import PinStoreError
 from mcpward.evidence.settings import EvidencePaths
 from mcpward.store.factory import PINS_KEY_NAME, StoreContext, sqlite_context
@@ -123,6 +125,7 @@ def check_stores(context: StoreContext) -> list[Finding]:
                     f"pin store {pins_db}: {len(upstreams)} upstream(s), {len(holds)} open hold(s)",
                 )
             )
+            findings.extend(hold_findings(holds, context.cli_args()))
         except PinStoreError as exc:
             findings.append(Finding(Level.FIX, "store", str(exc), "see docs/contracts.md"))
     else:
@@ -136,6 +139,25 @@ def check_stores(context: StoreContext) -> list[Finding]:
         except (LedgerStoreError, OSError) as exc:
             findings.append(Finding(Level.FIX, "store", str(exc), "mcpward ledger verify"))
     return findings
+
+
+def hold_findings(holds: list[HoldRecord], store_args: tuple[str, ...]) -> list[Finding]:
+    """Open holds first of all: each one waits for a person (doctor exits 0: nothing is broken)."""
+    enforced = [h for h in holds if h.enforced]
+    if not enforced:
+        return []
+    commands = Commands(store_args)
+    names = "; ".join(hold_headline(h) for h in enforced[:5])
+    more = f"; and {len(enforced) - 5} more" if len(enforced) > 5 else ""
+    return [
+        Finding(
+            Level.WARN,
+            "holds",
+            f"{len(enforced)} open hold(s), their calls are held until a person reviews them: "
+            f"{names}{more}",
+            f"{commands.holds()} (review: {commands.review(enforced[0])})",
+        )
+    ]
 
 
 def _original_command(entry: ServerEntry) -> str | None:
@@ -228,17 +250,20 @@ def check_runtimes(wired: list[ServerEntry]) -> list[Finding]:
         if name in EXECUTABLE_NAMES:
             continue
         if _missing(command):
+            absolute = PurePath(command).is_absolute()
             hint = (
                 "install Node.js (it brings npx)"
                 if name in NODE_COMMANDS
-                else f"install {command} or put it on PATH"
+                else (
+                    f"reinstall the server at {command} or wire its new path"
+                    if absolute
+                    else f"install {command} or put it on PATH"
+                )
             )
+            where = "does not exist or cannot be run" if absolute else "is not on PATH"
             findings.append(
                 Finding(
-                    Level.FIX,
-                    "runtime",
-                    f"{command!r}, which a wired server runs, is not on PATH",
-                    hint,
+                    Level.FIX, "runtime", f"{command!r}, which a wired server runs, {where}", hint
                 )
             )
     if any(PurePath(c).name.lower() in NODE_COMMANDS for c in commands):
@@ -291,7 +316,7 @@ def run_checks(state_dir: Path, store: StoreContext | None = None) -> list[Findi
     `state_dir`."""
     context = store if store is not None else sqlite_context(state_dir)
     client_findings, wired = check_clients(state_dir)
-    return [
+    findings = [
         *check_launcher(),
         *check_state_dir(state_dir),
         *check_keys(state_dir),
@@ -300,3 +325,4 @@ def run_checks(state_dir: Path, store: StoreContext | None = None) -> list[Findi
         *client_findings,
         *check_runtimes(wired),
     ]
+    return sorted(findings, key=lambda f: f.subject != "holds")  # open holds lead

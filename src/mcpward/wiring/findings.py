@@ -9,6 +9,7 @@ from enum import Enum
 class Level(str, Enum):
     OK = "ok"
     NOTE = "note"  # worth knowing, nothing broken
+    WARN = "warn"  # works, but a protection is off or a person must act (an open hold)
     FIX = "fix"  # must be fixed: doctor exits non-zero
 
 

@@ -196,8 +196,8 @@ def plan_unwire(
         raise ConfigRefused(
             f"{path}: {'; '.join(conflicts)}. Unwiring would have to guess and could lose "
             "your edits, so nothing was written. Edit the entry by hand, or run "
-            "`mcpward unwire --force` to restore the backup taken before wiring (this discards "
-            "every change made to the file since)"
+            f"`mcpward unwire {client.name} --force` to restore the backup taken before wiring "
+            "(this discards every change made to the file since)"
         )
     after = parse_document(path, apply_edits(current.text, edits).encode("utf-8"), client)
     _verify_unwired(after, present)
@@ -205,7 +205,7 @@ def plan_unwire(
     if untouched and after.raw != original:
         raise ConfigRefused(
             f"{path}: undoing the recorded edits would not give back the backup byte for byte; "
-            "nothing written (`mcpward unwire --force` restores the backup)"
+            f"nothing written (`mcpward unwire {client.name} --force` restores the backup)"
         )
     diff = masked_diff(current, after, "unwired")
     return UnwirePlan(client, path, current.raw, after.raw, marker, diff, gone)

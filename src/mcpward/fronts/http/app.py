@@ -124,7 +124,12 @@ class HttpFrontApp:
         )
         parts = urlsplit(self.resource)
         self.metadata_url = f"{parts.scheme}://{parts.netloc}{METADATA_PREFIX}{parts.path}"
-        self._metadata_paths = {METADATA_PREFIX, METADATA_PREFIX + front.path}
+        # Protected-resource metadata only with OAuth: with static tokens a client that sees it
+        # (the Inspector) starts an OAuth flow there is no authorization server for.
+        self._metadata_paths = (
+            {METADATA_PREFIX, METADATA_PREFIX + front.path} if front.oauth is not None else set()
+        )
+        self._challenge_metadata = self.metadata_url if front.oauth is not None else None
         self.console = build_console(
             front, gateway.state_dir, gateway.config.evidence.path, gateway.store
         )
@@ -208,7 +213,7 @@ class HttpFrontApp:
             await refuse_while_store_away(send, away.description)
             return None
         except AuthFailure as failure:
-            challenge = failure.challenge(self.metadata_url).encode("latin-1", "replace")
+            challenge = failure.challenge(self._challenge_metadata).encode("latin-1", "replace")
             body = jsonrpc.error(None, errors.INVALID_REQUEST, failure.description)
             await send_json(send, failure.status, body, [(b"www-authenticate", challenge)])
             return None

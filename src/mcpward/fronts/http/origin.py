@@ -19,6 +19,9 @@ class HostOriginPolicy:
     hosts: frozenset[str]
     any_port_hosts: frozenset[str]
     origins: frozenset[str]
+    # the settings that allow another Host / Origin, named in the 403
+    host_setting: str = "front.allowed_hosts (HOST:PORT)"
+    origin_setting: str = "front.allowed_origins"
 
     @classmethod
     def for_front(cls, front: HttpFront, bound_port: int) -> HostOriginPolicy:
@@ -68,8 +71,19 @@ class HostOriginPolicy:
 
     def judge(self, hosts_seen: int, host: str | None, origin: str | None) -> str | None:
         """`problem` for headers already read: exactly one Host, allowed; an allowed Origin."""
-        if hosts_seen != 1 or not self.host_allowed(host):
-            return "Host header not allowed"
+        if hosts_seen != 1:
+            return f"exactly one Host header is needed ({hosts_seen} sent)"
+        if not self.host_allowed(host):
+            return f"Host {_shown(host)} is not allowed; to accept it add it to {self.host_setting}"
         if not self.origin_allowed(origin):
-            return "Origin header not allowed"
+            return (
+                f"Origin {_shown(origin)} is not allowed; to accept it add it to "
+                f"{self.origin_setting}"
+            )
         return None
+
+
+def _shown(value: str | None) -> str:
+    """A header value as quoted, printable text (it is the client's, shown back to it)."""
+    text = "".join(c if " " <= c <= "~" else "?" for c in (value or ""))[:100]
+    return repr(text)

@@ -181,9 +181,15 @@ def quick_front(http: str, token_file: Path | None, allow_non_loopback: bool) ->
             "(a file holding the bearer token clients must present)"
         )
     try:
+        mode = token_file.stat().st_mode & 0o777
         token = token_file.read_text(encoding="utf-8").strip()
     except OSError as exc:
         raise HttpFrontRefused(f"--token-file {token_file}: {exc.strerror or exc}") from None
+    if mode & 0o077:  # as the console refuses its admin token file
+        raise HttpFrontRefused(
+            f"--token-file {token_file}: readable by group or others (mode {mode:o}); "
+            f"run `chmod 600 {token_file}`"
+        )
     if len(token) < 16:
         raise HttpFrontRefused(f"--token-file {token_file}: a token has at least 16 characters")
     host, port = parse_http_address(http)
