@@ -34,7 +34,9 @@ def messages(text: str) -> list[dict[str, Any]]:
     """The JSON-RPC messages of an answer: one JSON body, or an SSE stream."""
     if text.lstrip().startswith("{"):
         return [json.loads(text)]
-    return [json.loads(line[5:]) for line in text.splitlines() if line.startswith("data:")]
+    # a slow answer switches to SSE, whose priming event carries an empty `data:` line
+    data = [line[5:].strip() for line in text.splitlines() if line.startswith("data:")]
+    return [json.loads(item) for item in data if item]
 
 
 @dataclass

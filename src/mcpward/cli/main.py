@@ -43,7 +43,7 @@ COMMAND_MODULES = sorted(set(COMMANDS.values()))
 # `mcpward --help` groups the commands by what a person is doing
 PANELS = {
     "Run": ("run", "demo", "console"),
-    "Review": ("holds", "pins", "diff", "snapshot", "screen", "scan", "verdicts"),
+    "Review": ("holds", "pins", "diff", "snapshot", "validate", "screen", "scan", "verdicts"),
     "Evidence": ("ledger", "stats", "schema", "redact", "eval"),
     "Setup": ("config", "wire", "unwire", "doctor", "token", "clients", "store", "guard"),
 }
