@@ -8,7 +8,8 @@ calls, next to the server alone and the peer gateways, interleaved in one run.
 Targets, each wrapping the same stdio server:
 - `server`: the server alone (no gateway);
 - `mcpward`: `mcpward run -- CMD`, the defaults (every default guard, crash_safe receipts);
-- `bare`: `mcpward run --config F`, F with the one upstream, `guards: []` (no guard at all) and
+- `bare`: `mcpward run --config F`, F with the one upstream, no guard at all
+  (`guards: {replace_defaults: true, list: []}`) and
   `evidence: {enabled: false}` (no receipts): the gateway's floor;
 - `mcpindex`, `firewall`: the peers of benchmarks/peers.py (`mcpindex-proxy` in its default
   posture, `mcp-firewall wrap` with its rate limit raised); skipped with a reason when they cannot
@@ -332,12 +333,12 @@ def warm_up(target: Target, server: Server, tmp: Path) -> str | None:
 
 
 def mcpward_config(directory: Path, server: Server) -> Path:
-    """The one stdio upstream, no guard (`guards: []`) and no receipts."""
+    """The one stdio upstream, no guard (the defaults replaced by none) and no receipts."""
     path = directory / f"bare-{server.name}.yaml"
     path.write_text(
         f"upstreams:\n  - id: {server.name}\n    command: {json.dumps(server.argv[0])}\n"
         f"    args: {json.dumps(server.argv[1:])}\n"
-        "guards: []\nevidence: {enabled: false}\n"
+        "guards: {replace_defaults: true, list: []}\nevidence: {enabled: false}\n"
     )
     return path
 
@@ -358,7 +359,7 @@ def make_targets(
         out.append(Target("mcpward", "mcpward run -- CMD (defaults)", argv, env))
     if "bare" in wanted:
         argv = [mcpward, "run", "--config", str(mcpward_config(directory, server))]
-        out.append(Target("bare", "mcpward bare (guards: [], no receipts)", argv, env))
+        out.append(Target("bare", "mcpward bare (no guards, no receipts)", argv, env))
     if "mcpindex" in wanted:
         peer = peers.ensure(peers.MCPINDEX, log)
         if peer is not None:

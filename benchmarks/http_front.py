@@ -278,7 +278,7 @@ def mcpward_config(
         "logging": {"level": "warning", "file": str(tmp / f"gateway-{name}.log")},
     }
     if guards == "none":
-        config["guards"] = []
+        config["guards"] = {"replace_defaults": True, "list": []}
     config["evidence"] = {"enabled": False} if evidence == "off" else {"durability": evidence}
     path = tmp / f"mcpward-{name}.yaml"
     path.write_text(yaml.safe_dump(config))

@@ -105,14 +105,17 @@ def _gateway_config(directory: Path, evidence: dict[str, Any]) -> Path:
         "upstreams": [
             {"id": "demo", "command": sys.executable, "args": ["-m", "mcpward.demo.server"]}
         ],
-        "guards": [
-            {
-                "kind": "tool_filter",
-                "priority": 10,
-                "runs_on": ["tools_list", "tool_invoke"],
-                "config": {"rules": [{"deny": ["delete_*"]}]},
-            }
-        ],
+        "guards": {
+            "replace_defaults": True,
+            "list": [
+                {
+                    "kind": "tool_filter",
+                    "priority": 10,
+                    "runs_on": ["tools_list", "tool_invoke"],
+                    "config": {"rules": [{"deny": ["delete_*"]}]},
+                }
+            ],
+        },
         "state_dir": str(directory / "state"),
         "logging": {"level": "warning", "file": str(directory / "gateway.log")},
         "evidence": evidence,

@@ -114,11 +114,13 @@ def write_config(directory: Path, name: str, extra: str) -> Path:
 # The relay with one real guard and no evidence: what the relay itself adds (issue 2's measure).
 TOOL_FILTER = """evidence: {enabled: false}
 guards:
-  - kind: tool_filter
-    runs_on: [tools_list, tool_invoke]
-    config:
-      rules:
-        - deny: ["*delete*"]
+  replace_defaults: true
+  list:
+    - kind: tool_filter
+      runs_on: [tools_list, tool_invoke]
+      config:
+        rules:
+          - deny: ["*delete*"]
 """
 # What a user gets with no guards section: every default guard and a crash_safe receipt per call.
 DEFAULTS = ""

@@ -104,7 +104,7 @@ def write_config(
     config: dict[str, Any] = {
         "version": 1,
         "upstreams": [{"id": "raw", "kind": "stdio", "command": UPSTREAM[0], "args": UPSTREAM[1:]}],
-        "guards": [],
+        "guards": {"replace_defaults": True, "list": []},
         "gateway": {"relist_interval_s": 0},
         "state_dir": str(directory / "state"),
         "logging": {"level": "warning", "file": str(directory / "gateway.log")},
