@@ -34,14 +34,14 @@ def become_subreaper() -> bool:
         return False
 
 
-def own_children() -> list[int]:
-    """The pids whose parent is this process (read from /proc; [] where there is none)."""
-    me = os.getpid()
-    found = []
+def process_table() -> dict[int, tuple[int, bytes]]:
+    """pid -> (parent pid, state letter) of every process, read from /proc ({} where there is
+    none). Standard library only: the validator's sandbox watch reads it too."""
+    table: dict[int, tuple[int, bytes]] = {}
     try:
         entries = os.listdir("/proc")
     except OSError:
-        return []
+        return table
     for name in entries:
         if not name.isdigit():
             continue
@@ -52,9 +52,15 @@ def own_children() -> list[int]:
             continue
         # the command name sits in parentheses and may hold anything: read after the last one
         fields = stat[stat.rfind(b")") + 2 :].split()
-        if len(fields) > 1 and int(fields[1]) == me:
-            found.append(int(name))
-    return found
+        if len(fields) > 1:
+            table[int(name)] = (int(fields[1]), fields[0])
+    return table
+
+
+def own_children() -> list[int]:
+    """The pids whose parent is this process (read from /proc; [] where there is none)."""
+    me = os.getpid()
+    return [pid for pid, (parent, _) in process_table().items() if parent == me]
 
 
 class Child:

@@ -8,6 +8,8 @@ import os
 from pathlib import Path
 from typing import Any
 
+from mcpward.upstreams.lifeline import process_table
+
 MAX_ENTRIES = 10_000
 FileState = dict[str, tuple[int, int, int]]
 
@@ -40,21 +42,9 @@ def descendants(root_pid: int) -> set[int]:
     """Every live process below `root_pid` (read from /proc; the sandbox's PID namespace is
     below it, so a process that detached with setsid is still found)."""
     parents: dict[int, list[int]] = {}
-    try:
-        entries = os.listdir("/proc")
-    except OSError:
-        return set()
-    for name in entries:
-        if not name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{name}/stat", "rb") as handle:
-                stat = handle.read()
-        except OSError:
-            continue
-        fields = stat[stat.rfind(b")") + 2 :].split()
-        if len(fields) > 1 and fields[0] != b"Z":
-            parents.setdefault(int(fields[1]), []).append(int(name))
+    for pid, (parent, state) in process_table().items():
+        if state != b"Z":
+            parents.setdefault(parent, []).append(pid)
     found: set[int] = set()
     todo = [root_pid]
     while todo:
