@@ -150,3 +150,13 @@ def test_a_setting_that_asks_for_a_library_brings_it_in(tmp_path: Path) -> None:
     assert any(a.get("id") == 3 and "result" in a for a in answers)
     assert loaded(modules, "prometheus_client")
     assert loaded(modules, "mcpward.fronts.metrics_listener")
+
+
+def test_every_listed_guard_kind_resolves_to_a_class_of_that_kind() -> None:
+    """guards/kinds.py names modules instead of importing them: a typo or a renamed class would
+    only show when a configuration asks for that kind, so every entry is resolved here."""
+    from mcpward.guards.kinds import BUILTIN_GUARDS, guard_kinds
+
+    kinds = guard_kinds()
+    assert sorted(kinds) == sorted(BUILTIN_GUARDS)
+    assert all(cls.kind == kind for kind, cls in kinds.items())
