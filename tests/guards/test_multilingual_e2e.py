@@ -62,3 +62,27 @@ async def test_default_guards_drop_and_deny_the_spanish_tool_and_record_it(
     poisoning = next(g for g in listing["guards"] if g["kind"] == "tool_poisoning")
     assert [item["name"] for item in poisoning["evidence"]["items"]] == ["exportar_informe"]
     assert {"hidden-instruction", "concealment"} <= set(poisoning["evidence"]["families"])
+
+
+async def test_orders_only_the_learned_scorer_sees_are_dropped_denied_and_explained(
+    gateway_client: Any, tmp_path: Path
+) -> None:
+    """Default guards, tools written for this test (in no training set): the rules score them
+    under the threshold, the learned scorer drops them; the benign ones pass."""
+    async with gateway_client([upstream("learned")], mode="legacy") as client:
+        names = {tool.name for tool in (await client.list_tools()).tools}
+        assert {"valute", "bang"} <= names
+        assert not {"cambio", "hoeui"} & names
+        with pytest.raises(MCPError) as caught:
+            await client.call_tool("hoeui", {"room": "A", "notes": "x"})
+        assert (caught.value.data or {}).get("code") == "poisoned_item"
+        assert (await client.call_tool("valute", {"da": "EUR", "a": "USD"})).is_error is False
+
+    listing = next(r for r in receipts(tmp_path / "mcpward.yaml") if r["method"] == "tools/list")
+    poisoning = next(g for g in listing["guards"] if g["kind"] == "tool_poisoning")
+    items = {item["name"]: item for item in poisoning["evidence"]["items"]}
+    assert set(items) == {"cambio", "hoeui"}
+    for item in items.values():
+        assert "learned-directive" in item["families"]
+        assert item["learned"]["probability"] >= item["learned"]["threshold"]
+        assert item["learned"]["top_features"]

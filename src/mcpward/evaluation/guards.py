@@ -21,7 +21,10 @@ def secrets_guard() -> SecretsGuard:
     return SecretsGuard(_spec("secrets", [Phase.TOOL_RESULT]), SecretsOptions())
 
 
-def injection_guard() -> ResponseInjectionGuard:
+def injection_guard(learned: bool = True) -> ResponseInjectionGuard:
+    """The default response_injection; `learned=False`: its rules alone (to train the scorer)."""
+    off = [] if learned else ["learned-directive"]
     return ResponseInjectionGuard(
-        _spec("response_injection", [Phase.TOOL_RESULT]), ResponseInjectionOptions()
+        _spec("response_injection", [Phase.TOOL_RESULT]),
+        ResponseInjectionOptions(disabled_families=off),
     )

@@ -7,7 +7,7 @@ from __future__ import annotations
 import copy
 from collections import Counter
 from dataclasses import dataclass, replace
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -35,6 +35,9 @@ from mcpward.pipeline.spec import GuardSpec
 from mcpward.pipeline.subject import Subject
 from mcpward.pipeline.texts import NON_PROSE_KEYS, PayloadTexts, payload_texts, render_path
 
+if TYPE_CHECKING:
+    from mcpward.guards.detection.directive_model import DirectiveModel
+
 # The concept markers (concepts.py) are weighed as returned data and scored together.
 DATA_RULES = INSTRUCTION_RULES + INJECTION_ONLY_RULES + DATA_MARKER_RULES
 # The eight languages' instruction rules, run only on the stretches the language gate picks
@@ -54,6 +57,11 @@ PROMPT_ADDRESSES_THE_MODEL = frozenset({"agent-directive"})
 SKIP_KEYS = NON_PROSE_KEYS
 _SENTENCE_END = ".!?\n"
 MAX_SENTENCE = 600
+LEARNED = "learned-directive"
+LEARNED_RULE = "directive-model"
+# The learned scorer reads strings up to this long (its cost grows with the text) in which the
+# rules found at least a weak cue; the others are judged by the rules alone.
+LEARNED_MAX_CHARS = 16 * 1024
 
 
 class ResponseInjectionOptions(BaseModel):
@@ -73,6 +81,7 @@ class TextVerdict:
     path: str
     score: float
     findings: list[Finding]
+    learned: dict[str, Any] | None = None  # the learned scorer's verdict, when it flagged
 
 
 def sentence_span(text: str, start: int, end: int) -> tuple[int, int]:
@@ -107,9 +116,40 @@ class ResponseInjectionGuard(Guard):
             disabled_families=[*options.disabled_families, "invisible-text", "homoglyph"],
         )
         self.threshold = options.threshold
+        self.learned = LEARNED not in options.disabled_families
+        self._model: DirectiveModel | None = None
+
+    @property
+    def model(self) -> DirectiveModel | None:
+        if self.learned and self._model is None:
+            from mcpward.guards.detection.directive_model import load_model
+
+            self._model = load_model("result")
+        return self._model
 
     def warm(self) -> None:
         compile_pending()  # this kind's rule sets, off the event loop
+        _ = self.model
+
+    def _learned(self, text: str, path: str, verdict: TextVerdict) -> TextVerdict:
+        """Escalate-only: the learned scorer may flag a string the rules left under the
+        threshold, never clear one they flagged."""
+        model = self.model
+        if (
+            model is None
+            or not verdict.findings  # no cue at all: most results; the scorer is not asked
+            or verdict.score >= self.threshold
+            or len(text) > LEARNED_MAX_CHARS
+        ):
+            return verdict
+        from mcpward.guards.detection.directive_model import read_data
+
+        scored = model.score(read_data(text))
+        if scored.probability < model.threshold:
+            return verdict
+        # one more family of evidence, as strong as the default threshold
+        found = [*verdict.findings, Finding(LEARNED, LEARNED_RULE, path, 0, len(text), 1.0)]
+        return TextVerdict(path, definition_score(found), found, model.describe(scored))
 
     def scan_text(self, text: str, path: str = "$", with_rules: bool = True) -> TextVerdict:
         """`with_rules=False`: no rule can match (a joined pass said so); Unicode checks only."""
@@ -119,7 +159,7 @@ class ResponseInjectionGuard(Guard):
                 Finding(f.family, f.rule, f.path, f.start + lo, f.end + lo, f.weight)
                 for f in self.foreign.scan_text(text[lo:hi], path)
             ]
-        return TextVerdict(path, definition_score(findings), findings)
+        return self._learned(text, path, TextVerdict(path, definition_score(findings), findings))
 
     def flagged_texts(
         self,
@@ -141,11 +181,11 @@ class ResponseInjectionGuard(Guard):
             verdict = self.scan_text(text, "$", with_rules)
             if expected:
                 kept = [f for f in verdict.findings if f.family not in expected]
-                verdict = TextVerdict(verdict.path, definition_score(kept), kept)
+                verdict = TextVerdict(verdict.path, definition_score(kept), kept, verdict.learned)
             if verdict.score >= self.threshold:
                 path = render_path(link)  # rendered only for what is reported
                 findings = [replace(f, path=path) for f in verdict.findings]
-                out.append(TextVerdict(path, verdict.score, findings))
+                out.append(TextVerdict(path, verdict.score, findings, verdict.learned))
         return out
 
     def _redact(self, payload: Any, flagged: list[TextVerdict]) -> Any:
@@ -166,6 +206,8 @@ class ResponseInjectionGuard(Guard):
         return result
 
     def _remove_spans(self, text: str, findings: list[Finding]) -> str:
+        if any(f.rule == LEARNED_RULE for f in findings):  # the whole string was judged
+            return self.options.marker.format(family=LEARNED)
         spans = sorted(
             ((*sentence_span(text, f.start, f.end), f.family) for f in findings),
             key=lambda s: s[0],
@@ -205,6 +247,7 @@ class ResponseInjectionGuard(Guard):
                     "field": v.path,
                     "score": v.score,
                     "findings": [f.describe() for f in v.findings[:20]],
+                    **({"learned": v.learned} if v.learned else {}),
                 }
                 for v in flagged[:20]
             ],

@@ -33,9 +33,10 @@ from mcpward.contracts.provenance import pin_origin
 from mcpward.contracts.sanitize import sanitize_text
 from mcpward.contracts.store import PinStore
 from mcpward.contracts.taxonomy import ChangeKind
+from mcpward.guards.detection.definition_directive import definition_scanner
 from mcpward.guards.detection.regex import compile_pending
 from mcpward.guards.detection.scanner import ContentScanner, score
-from mcpward.guards.rug_pull_consult import build_consult, definition_scanner
+from mcpward.guards.rug_pull_consult import build_consult
 from mcpward.pipeline.context import GuardContext
 from mcpward.pipeline.decisions import Allow, Decision, Deny, Hold, Modify, ReplaceTools
 from mcpward.pipeline.guard import Guard

@@ -10,9 +10,9 @@ import re2
 
 from mcpward.contracts.consult.settings import ConsultSettings
 from mcpward.contracts.consult.triggers import TriggerProbes
-from mcpward.guards.detection.scanner import NAME_RULES, ContentScanner, score
+from mcpward.guards.detection.definition_directive import definition_scanner
+from mcpward.guards.detection.scanner import ContentScanner, score
 from mcpward.guards.screen import red_flags
-from mcpward.guards.tool_poisoning import DEFINITION_RULES
 from mcpward.pipeline.services import GatewayServices
 
 if TYPE_CHECKING:
@@ -26,11 +26,6 @@ _DATA_REQUEST = re2.compile(
     r"|(user'?s?|your|their)\W+(e-?mail|address|phone|location|files?|documents?|contacts?|"
     r"history|password|account))"
 )
-
-
-def definition_scanner() -> ContentScanner:
-    """The tool_poisoning scanner over definitions (built once per guard: compiling is costly)."""
-    return ContentScanner(DEFINITION_RULES, name_rules=NAME_RULES)
 
 
 def trigger_probes(scanner: ContentScanner | None = None) -> TriggerProbes:

@@ -12,14 +12,8 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from mcpward.guards.detection.concepts import MARKER_RULES
-from mcpward.guards.detection.families import (
-    ENCODED_RULES,
-    INSTRUCTION_RULES,
-    POISONING_ONLY_RULES,
-    check_family_ids,
-)
-from mcpward.guards.detection.multilingual import MULTILINGUAL_INSTRUCTION_RULES
+from mcpward.guards.detection.definition_directive import DEFINITION_RULES
+from mcpward.guards.detection.families import check_family_ids
 from mcpward.guards.detection.regex import compile_pending
 from mcpward.guards.detection.scanner import (
     NAME_RULES,
@@ -36,18 +30,10 @@ from mcpward.pipeline.spec import GuardSpec
 from mcpward.pipeline.subject import Subject
 
 if TYPE_CHECKING:
+    from mcpward.guards.detection.directive_model import DirectiveModel, ModelScore
     from mcpward.guards.poisoning_consult import FirstSightConsult
     from mcpward.pipeline.services import GatewayServices
 
-# The instruction rules carry preference manipulation (English and the eight languages).
-# The concept markers (concepts.py) are scored together, by co-occurrence, not one by one.
-DEFINITION_RULES = (
-    INSTRUCTION_RULES
-    + MULTILINGUAL_INSTRUCTION_RULES
-    + POISONING_ONLY_RULES
-    + ENCODED_RULES
-    + MARKER_RULES
-)
 MAX_REPORTED_FINDINGS = 20  # per item, in evidence; the score uses all of them
 
 
@@ -81,6 +67,7 @@ class ToolPoisoningOptions(BaseModel):
 
 
 CONSULT_FINDING = Finding("consult", "tier2-hold", "$", 0, 0, 0.0)
+LEARNED = "learned-directive"
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,14 +78,19 @@ class ItemVerdict:
     score: float
     flagged: bool
     findings: list[Finding]
+    learned: dict[str, Any] | None = None  # the learned scorer's probability and top features
+    borderline_model: bool = False  # the learned scorer is over its consult floor
 
     def describe(self) -> dict[str, Any]:
-        return {
+        out = {
             "name": self.name,
             "score": self.score,
             "families": sorted({f.family for f in self.findings}),
             "findings": [f.describe() for f in self.findings[:MAX_REPORTED_FINDINGS]],
         }
+        if self.learned is not None:
+            out["learned"] = self.learned
+        return out
 
 
 def item_name(item: Any) -> str:
@@ -134,6 +126,8 @@ class ToolPoisoningGuard(Guard):
         self.threshold = options.threshold
         self.action = options.action
         self.first_sight: FirstSightConsult | None = None
+        self.learned = LEARNED not in options.disabled_families
+        self._model: DirectiveModel | None = None
 
     async def attach(self, services: GatewayServices) -> None:
         settings = services.consult
@@ -147,17 +141,50 @@ class ToolPoisoningGuard(Guard):
             await self.first_sight.close()
 
     def borderline(self, verdict: ItemVerdict) -> bool:
-        """Scored under the threshold but at least the consult floor: worth asking tier 2."""
+        """Not flagged, but the rules score at least the consult floor or the learned scorer is
+        over its own floor: worth asking tier 2."""
         floor = self.options.consult_floor
-        return not verdict.flagged and floor > 0 and verdict.score >= floor
+        near = verdict.score >= floor or verdict.borderline_model
+        return not verdict.flagged and floor > 0 and near
+
+    @property
+    def model(self) -> DirectiveModel | None:
+        if self.learned and self._model is None:
+            from mcpward.guards.detection.directive_model import load_model
+
+            self._model = load_model("definition")
+        return self._model
 
     def warm(self) -> None:
         compile_pending()  # this kind's rule sets, off the event loop
+        _ = self.model
+
+    def _learned(
+        self, item: Any, findings: list[Finding]
+    ) -> tuple[ModelScore, DirectiveModel] | None:
+        model = self.model
+        if model is None:
+            return None
+        return model.score_definition(item, findings), model
 
     def judge(self, item: Any) -> ItemVerdict:
         findings = self.scanner.scan_definition(item)
         value = definition_score(findings)
         verdict = ItemVerdict(item_name(item), value, value >= self.threshold, findings)
+        learned = self._learned(item, findings)
+        if learned is not None:
+            scored, model = learned
+            described = model.describe(scored)
+            if scored.probability >= model.threshold:  # escalate-only: never clears a verdict
+                # one more family of evidence, as strong as the default threshold
+                found = [*findings, Finding(LEARNED, "directive-model", "$", 0, 0, 1.0)]
+                value = definition_score(found)
+                verdict = ItemVerdict(
+                    verdict.name, value, value >= self.threshold, found, described
+                )
+            else:
+                borderline = scored.probability >= model.floor
+                verdict = replace(verdict, learned=described, borderline_model=borderline)
         if self.first_sight is not None and self.borderline(verdict):
             answer = self.first_sight.verdict(item)  # escalate-only: HOLD drops, else as is
             if answer is not None and answer.escalates:

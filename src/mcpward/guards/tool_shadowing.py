@@ -324,26 +324,41 @@ def _orders(text: str) -> bool:
 def _reference(
     tool: Mapping[str, Any], own: set[str], others: dict[str, tuple[str, str]]
 ) -> Shadowing | None:
+    """A description that names another upstream's tool (under any alias) and gives an order
+    about it: an order cue in the same text, or the learned scorer rating the definition as
+    orders aimed at the model (a cross-server mention plus that is how shadowing reads)."""
     if not others:
         return None
     try:
         texts = [t for t in definition_texts(tool) if not t.is_name]
     except StructureLimit:
         return None  # tool_poisoning reports unscannable definitions
+    mentioned: tuple[str, str, str] | None = None
     for text in texts:
         quoted = {m.group(1) or m.group(2) for m in _QUOTED_TOOL.finditer(text.text)}
         quoted |= {m.group(1) for m in _NAMED_TOOL.finditer(text.text)}
         for match in _IDENTIFIER.finditer(text.text):
             word = match.group(0).rstrip(".-/:")
             key = _other_key(word.casefold(), own, others)
-            if key is None:
+            if key is None or not (_distinctive(word) or word in quoted):
                 continue
-            if (_distinctive(word) or word in quoted) and _orders(text.text):
-                uid, other = others[key]
-                return Shadowing(
-                    str(tool.get("name")), "references-other-upstream", uid, other, text.path
-                )
+            uid, other = others[key]
+            if _orders(text.text):
+                return Shadowing(str(tool.get("name")), "references-other-upstream", uid, other,
+                                 text.path)  # fmt: skip
+            mentioned = mentioned or (uid, other, text.path)
+    if mentioned is not None and _directive(tool):
+        uid, other, path = mentioned
+        return Shadowing(str(tool.get("name")), "references-other-upstream", uid, other, path)
     return None
+
+
+def _directive(tool: Mapping[str, Any]) -> bool:
+    """The learned scorer rates the definition as orders aimed at the model."""
+    from mcpward.guards.detection import directive_model
+    from mcpward.guards.detection.definition_directive import directive_score
+
+    return directive_score(tool).probability >= directive_model.load_model("definition").threshold
 
 
 class ToolShadowingGuard(Guard):

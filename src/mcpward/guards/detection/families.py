@@ -50,6 +50,8 @@ FAMILIES: dict[str, str] = {
     "outside-destination": "an outside address: a URL with an open query slot, an e-mail address",
     "forged-boundary": "an end-of-output or closing tool tag forged inside returned data",
     "hidden-markup": "markup that hides text from a human reader (display:none, comments)",
+    "learned-directive": "the learned scorer (directive_model.py, trained offline on development "
+    "data) rates the whole text as orders aimed at the model about something besides its job",
     "consult": "the tier-2 model answered HOLD about a definition first seen just under the "
     "threshold (tool_poisoning with `consult:`)",
     "unscannable": "nested deeper or holding more strings than the scanner walks (fails closed)",
