@@ -31,6 +31,9 @@ def test_commands_are_grouped_in_order() -> None:
 def test_a_flag_shows_no_value_placeholder() -> None:
     line = next(line for line in _help("wire").splitlines() if "--dry-run" in line)
     assert "<bool>" not in line and "Show the diff" in line
+    for args in ((), ("wire",), ("pins",), ("pins", "accept")):
+        shown = _help(*args)
+        assert "Show this message" in shown and "<bool>" not in shown, args
 
 
 def test_license_and_changelog_are_there() -> None:

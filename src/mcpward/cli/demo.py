@@ -9,6 +9,8 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
+from mcpward.cli.options import example
+
 
 class DemoEra(StrEnum):
     AUTO = "auto"
@@ -17,7 +19,7 @@ class DemoEra(StrEnum):
 
 
 def register(app: typer.Typer) -> None:
-    @app.command("demo")
+    @app.command("demo", epilog=example("mcpward demo --keep"))
     def demo(
         mode: Annotated[
             DemoEra, typer.Option("--mode", help="Protocol era the demo client speaks.")
@@ -25,12 +27,16 @@ def register(app: typer.Typer) -> None:
         keep: Annotated[
             bool,
             typer.Option(
-                "--keep", help="Keep the demo's config, state and gateway log afterwards."
+                "--keep",
+                help="Keep the demo's config, state and gateway log, with one hold left open.",
             ),
         ] = False,
     ) -> None:
-        """Start the demo MCP server behind mcpward; show a listing, a passing call, a denied call
-        and a redacted secret as a real MCP client sees them."""
+        """Start the demo MCP server behind mcpward; show a listing, a passing call, a denied call,
+        a redacted secret and a held rug pull as a real MCP client sees them.
+
+        With --keep, a second rug pull is left held for you to review (`mcpward holds`,
+        `mcpward console`)."""
         # Imported here: the walkthrough loads the MCP SDK client, which `mcpward run` never needs.
         from mcpward.demo.walkthrough import run_walkthrough
 
