@@ -81,7 +81,7 @@ def host_policy(host: str, port: int, allowed_hosts: list[str]) -> HostOriginPol
 def register(app: typer.Typer) -> None:
     @app.command(
         "console",
-        epilog=example("mcpward console --state-dir ./demo/state"),
+        epilog=example("mcpward console --state-dir ~/mcpward-demo/state"),
     )
     def console(
         config: ConfigOpt = None,

@@ -374,7 +374,7 @@ def register(app: typer.Typer) -> None:
             total += len(pins_)
         out.print(f"imported {total} pin(s)")
 
-    @app.command("holds", epilog=example("mcpward holds --state-dir ./demo/state"))
+    @app.command("holds", epilog=example("mcpward holds --state-dir ~/mcpward-demo/state"))
     def holds(
         upstream: Annotated[str | None, typer.Argument(help="Only this upstream.")] = None,
         state_dir: StateDirOpt = None,
