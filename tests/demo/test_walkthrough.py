@@ -112,12 +112,12 @@ def test_demo_keep_leaves_one_open_hold_for_the_console(tmp_path: Path) -> None:
     assert "aws/credentials" in page
 
 
-def test_demo_dir_must_be_new_or_empty(tmp_path: Path) -> None:
+def test_demo_keep_in_must_be_new_or_empty(tmp_path: Path) -> None:
     """A demo starts from nothing: a directory holding an earlier run's pins is refused."""
     from typer.testing import CliRunner
 
     from mcpward.cli.main import build_app
 
     (tmp_path / "mcpward.yaml").write_text("version: 1\n", encoding="utf-8")
-    done = CliRunner().invoke(build_app(["demo"]), ["demo", "--dir", str(tmp_path)])
+    done = CliRunner().invoke(build_app(["demo"]), ["demo", "--keep-in", str(tmp_path)])
     assert done.exit_code == 2 and "is not empty" in done.output

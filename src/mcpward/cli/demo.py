@@ -20,7 +20,7 @@ class DemoEra(StrEnum):
 
 
 def register(app: typer.Typer) -> None:
-    @app.command("demo", epilog=example("mcpward demo --dir ~/mcpward-demo"))
+    @app.command("demo", epilog=example("mcpward demo --keep-in ~/mcpward-demo"))
     def demo(
         mode: Annotated[
             DemoEra, typer.Option("--mode", help="Protocol era the demo client speaks.")
@@ -35,14 +35,14 @@ def register(app: typer.Typer) -> None:
         directory: Annotated[
             Path | None,
             typer.Option(
-                "--dir", help="Keep them in this new (or empty) directory instead (implies --keep)."
+                "--keep-in", help="Keep them in this new (or empty) directory (implies --keep)."
             ),
         ] = None,
     ) -> None:
         """Start the demo MCP server behind mcpward; show a listing, a passing call, a denied call,
         a redacted secret and a held rug pull as a real MCP client sees them.
 
-        With --keep or --dir, a second rug pull is left held for you to review (`mcpward holds`,
+        With --keep or --keep-in, a second rug pull is left held for you to review (`mcpward holds`,
         `mcpward console`)."""
         # Imported here: the walkthrough loads the MCP SDK client, which `mcpward run` never needs.
         from mcpward.demo.walkthrough import run_walkthrough
