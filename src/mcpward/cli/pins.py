@@ -261,7 +261,8 @@ def register(app: typer.Typer) -> None:
             )
             return
         for d in diffs:
-            out.print(hold_diff_view(d, _commands(state_dir, config)))
+            # soft_wrap off: the banner's commands wrap inside it instead of being cut at its edge
+            out.print(hold_diff_view(d, _commands(state_dir, config)), soft_wrap=False)
 
     @pins.command(
         "accept",
