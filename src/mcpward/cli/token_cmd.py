@@ -12,13 +12,14 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
-from mcpward.cli.options import ConfigOpt, StateDirOpt, example
+from mcpward.cli.options import ConfigOpt, OutputOpt, StateDirOpt, example
 from mcpward.cli.store_context import StoreChoiceError, cli_store_context
 from mcpward.identity.consent import ConsentCeiling
 from mcpward.identity.models import StaticToken
 from mcpward.identity.revocations import RevocationUnavailable, parse_subject
 from mcpward.identity.tokens import hash_token, new_token
 from mcpward.store.factory import open_revocations
+from mcpward.wiring.files import replace_atomically
 
 err = Console(stderr=True)
 
@@ -38,7 +39,8 @@ def register(app: typer.Typer) -> None:
     app.add_typer(token_app, name="token")
 
     @token_app.command(
-        "new", epilog=example("mcpward token new --client-id ci-bot --ceiling read_only")
+        "new",
+        epilog=example("mcpward token new --client-id ci-bot --ceiling read_only -o ci.token"),
     )
     def new(
         client_id: Annotated[str, typer.Option("--client-id", help="Who presents the token.")],
@@ -48,8 +50,12 @@ def register(app: typer.Typer) -> None:
         role: Annotated[
             list[str] | None, typer.Option("--role", help="An access-guard role.")
         ] = None,
+        output: OutputOpt = None,
     ) -> None:
-        """Make a random token; print it once, and the `front.tokens` entry that admits it."""
+        """Make a random token; print it once, and the `front.tokens` entry that admits it.
+
+        --output writes the token to a file only its owner can read (mode 600), as
+        `mcpward run --http --token-file` requires."""
         token = new_token()
         try:
             entry = StaticToken(
@@ -61,8 +67,16 @@ def register(app: typer.Typer) -> None:
         except ValueError as exc:
             err.print(f"[red]mcpward token new:[/red] {exc}")
             raise typer.Exit(2) from None
-        err.print("Give this token to the client (it is shown only now):")
-        typer.echo(token)
+        if output is None:
+            err.print("Give this token to the client (it is shown only now):")
+            typer.echo(token)
+        else:
+            try:
+                replace_atomically(output, (token + "\n").encode(), 0o600)
+            except OSError as exc:
+                err.print(f"[red]mcpward token new:[/red] {output}: {exc.strerror}")
+                raise typer.Exit(2) from None
+            err.print(f"The token is in {output} (mode 600); give it to the client.")
         err.print("\nAdd this entry under front.tokens in the gateway config:")
         err.print(_entry_yaml(entry), markup=False, highlight=False, soft_wrap=True)
 
