@@ -31,6 +31,9 @@ def test_commands_are_grouped_in_order() -> None:
 def test_a_flag_shows_no_value_placeholder() -> None:
     line = next(line for line in _help("wire").splitlines() if "--dry-run" in line)
     assert "<bool>" not in line and "Show the diff" in line
+    for args in ((), ("wire",), ("pins",), ("pins", "accept")):
+        shown = _help(*args)
+        assert "Show this message" in shown and "<bool>" not in shown, args
 
 
 def test_license_and_changelog_are_there() -> None:
@@ -49,3 +52,15 @@ def test_one_config_schema_whichever_command_prints_it() -> None:
         return done.stdout
 
     assert printed("config", "schema") == printed("schema", "config")
+
+
+def test_the_readme_says_mcpward_after_the_set_up_lines() -> None:
+    """One convention (issue #25): the two opening commands spell out .venv/bin, then the README
+    says once that .venv/bin is on PATH and every command is `mcpward ...`."""
+    readme = (REPO_ROOT / "README.md").read_text(encoding="utf-8")
+    head, _, rest = readme.partition("assume `.venv/bin` is on your PATH")
+    assert rest, "the README no longer says once that the commands assume .venv/bin on PATH"
+    assert head.count(".venv/bin/mcpward") == 1 and head.count(".venv/bin/pytest") == 1
+    blocks = re.findall(r"```bash\n(.*?)```", rest, flags=re.S)
+    assert blocks and all(".venv/bin/" not in block for block in blocks)
+    assert "`.venv/bin/mcpward " not in rest  # inline commands too

@@ -57,13 +57,17 @@ def _free_port() -> int:
 
 
 @contextmanager
-def serve_console(config: Path, tmp_path: Path) -> Iterator[str]:
-    """`mcpward console --config CONFIG` as a real process; yields its URL."""
+def serve_console(
+    config: Path | None, tmp_path: Path, *, state_dir: Path | None = None
+) -> Iterator[str]:
+    """`mcpward console --config CONFIG` (or `--state-dir STATE_DIR`) as a real process; yields
+    its URL."""
     token_file = tmp_path / "admin.token"
     token_file.write_text(ADMIN_TOKEN + "\n", encoding="utf-8")
     token_file.chmod(0o600)
     port = _free_port()
-    argv = [sys.executable, "-m", "mcpward.cli.main", "console", "--config", str(config)]
+    where = ["--config", str(config)] if config is not None else ["--state-dir", str(state_dir)]
+    argv = [sys.executable, "-m", "mcpward.cli.main", "console", *where]
     argv += ["--token-file", str(token_file), "--listen", f"127.0.0.1:{port}"]
     log = (tmp_path / "console.log").open("wb")
     proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT)

@@ -18,6 +18,8 @@ from mcpward.demo.server import (
     DRIFT_TOOL,
     FAKE_GITHUB_TOKEN,
     FAKE_OPENAI_KEY,
+    REWORD_TOOL,
+    REWORDED_DESCRIPTION,
     write_control,
 )
 from tests.support.gateway import ClientMode, open_client
@@ -122,6 +124,19 @@ async def test_drift_in_place_at_start_and_bad_control_ignored(demo_control: Pat
         assert DRIFT_PARAM in schema_of(await client.list_tools(), DRIFT_TOOL)["required"]
         demo_control.unlink()
         assert schema_of(await client.list_tools(), DRIFT_TOOL)["required"] == ["message"]
+
+
+async def test_reword_rewrites_only_the_description(demo_control: Path) -> None:
+    """The second drift (`demo --keep` leaves its hold open): same schema, new description."""
+    async with open_client(demo_params(demo_control), mode="legacy") as client:
+        before = {t.name: t for t in (await client.list_tools()).tools}[REWORD_TOOL]
+        write_control(demo_control, drift=False, notify=False, reword=True)
+        after = {t.name: t for t in (await client.list_tools()).tools}[REWORD_TOOL]
+        assert after.description == REWORDED_DESCRIPTION != before.description
+        assert after.input_schema == before.input_schema
+        write_control(demo_control, drift=False, notify=False, reword=False)
+        again = {t.name: t for t in (await client.list_tools()).tools}[REWORD_TOOL]
+        assert again.description == before.description
 
 
 def test_help_names_the_tools() -> None:

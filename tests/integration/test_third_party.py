@@ -55,9 +55,10 @@ def marked_everything(tmp_path: Path, upstream_id: str = "everything") -> dict[s
 
 
 def run_inspector(
-    tmp_path: Path, options: Sequence[str], target: Sequence[str]
+    tmp_path: Path, options: Sequence[str], target: Sequence[str], *, quiet: bool = True
 ) -> tuple[int, Any, str]:
-    """Run the Inspector CLI against a stdio target; returns (exit code, parsed stdout, stderr)."""
+    """Run the Inspector CLI against a stdio target; returns (exit code, parsed stdout, stderr).
+    `quiet=False` leaves out `-q`: status lines and warnings may go to stderr."""
     home = tmp_path / "inspector-home"
     home.mkdir(exist_ok=True)
     env = {
@@ -68,7 +69,7 @@ def run_inspector(
     }
     argv = [
         *paths.inspector_cli_command(),
-        "-q",
+        *(["-q"] if quiet else []),
         "--format",
         "json",
         # The gateway must keep its state in this test's directory (the Inspector passes only
@@ -97,6 +98,42 @@ def text_of(result: types.CallToolResult) -> str:
 
 
 # --- MCP Inspector CLI (Node 22) -------------------------------------------------------------
+
+
+def test_what_the_inspector_cli_shows_of_a_hold(tmp_path: Path) -> None:
+    """docs/contracts.md, "Which clients show what": the held tool is listed with its pinned schema
+    and the note; the call's error envelope carries the -32010 sentence; the notifications/message
+    warning reaches the Inspector but its CLI mode prints none of it (Inspector 2.12.0)."""
+    from tests.contracts.test_e2e_gateway import fixture_upstream, rug_pull, set_scenario
+
+    control = tmp_path / "control.json"
+    set_scenario(control, "unchanged")
+    upstream = fixture_upstream("fx", control, tmp_path / "calls.log")
+    target = gateway_argv(write_gateway_config(tmp_path, [upstream], guards=[rug_pull()]))
+    code, listed, err = run_inspector(tmp_path, ["--method", "tools/list"], target)
+    assert code == 0, err  # the pins are made
+    set_scenario(control, "added_required", notify=False)
+
+    wire = tmp_path / "to-the-inspector.jsonl"  # what the gateway sent it, copied by tee
+    teed = ["sh", "-c", f'"$@" | tee {wire}', "sh", *target]
+    code, listed, err = run_inspector(tmp_path, ["--method", "tools/list"], teed, quiet=False)
+    assert code == 0, err
+    (held,) = [t for t in listed["result"]["tools"] if t["name"] == "make_report"]
+    assert "[mcpward: HELD." in held["description"]
+    assert "owner" not in held["inputSchema"]["properties"]  # the pinned schema
+    sent = [json.loads(line) for line in wire.read_text(encoding="utf-8").splitlines()]
+    (warning,) = [m for m in sent if m.get("method") == "notifications/message"]
+    assert "mcpward held tool 'make_report'" in warning["params"]["data"]
+    assert "mcpward held" not in err  # sent, but the CLI mode shows nothing of it
+
+    call = ["--method", "tools/call", "--tool-name", "make_report"]
+    code, refused, err = run_inspector(
+        tmp_path, [*call, "--tool-args-json", '{"title":"t","owner":"o"}'], target
+    )
+    assert code == 1, err
+    assert refused["error"]["message"].startswith("mcpward held this call before it ran")
+    assert "mcpward pins accept fx make_report --hash" in refused["error"]["message"]
+    assert_no_survivors(str(tmp_path))
 
 
 def test_inspector_lists_and_calls_tools_through_the_gateway(tmp_path: Path) -> None:

@@ -15,6 +15,7 @@ from typing import Annotated, Any
 import typer
 from rich.console import Console
 
+from mcpward.cli.options import ConfigOpt, JsonOpt, StateDirOpt, example
 from mcpward.cli.store_context import StoreChoiceError, cli_store_context
 from mcpward.config.http_front import HttpFront
 from mcpward.config.loader import ConfigError, load_config
@@ -30,12 +31,6 @@ from mcpward.store.clients import ClientRecords
 from mcpward.store.factory import StoreContext, open_client_records
 
 err = Console(stderr=True, highlight=False, soft_wrap=True)
-ConfigOpt = Annotated[
-    Path | None, typer.Option("--config", "-c", help="The gateway config (its store).")
-]
-StateDirOpt = Annotated[
-    Path | None, typer.Option("--state-dir", help="The state directory (SQLite).")
-]
 ClientArg = Annotated[str, typer.Argument(help="The client id (a static token's or OAuth's).")]
 Seeds = dict[str, tuple[tuple[str, ...], ConsentCeiling]]
 
@@ -121,11 +116,13 @@ def register(app: typer.Typer) -> None:
     )
     app.add_typer(clients_app, name="clients")
 
-    @clients_app.command("list")
+    @clients_app.command(
+        "list", epilog=example("mcpward clients list --config mcpward.yaml --json")
+    )
     def list_(
         config: ConfigOpt = None,
         state_dir: StateDirOpt = None,
-        as_json: Annotated[bool, typer.Option("--json", help="One JSON document.")] = False,
+        as_json: JsonOpt = False,
     ) -> None:
         """Every client the config or the store records, with its effective roles and ceiling."""
         seeds = _seeds(config)
@@ -140,7 +137,10 @@ def register(app: typer.Typer) -> None:
         if not rows:
             err.print("no client is recorded in the config or the store")
 
-    @clients_app.command("set-ceiling")
+    @clients_app.command(
+        "set-ceiling",
+        epilog=example("mcpward clients set-ceiling ci-bot read_only -c mcpward.yaml"),
+    )
     def set_ceiling(
         client_id: ClientArg,
         ceiling: Annotated[ConsentCeiling, typer.Argument(help="read_only|no_destructive|full")],
@@ -150,7 +150,9 @@ def register(app: typer.Typer) -> None:
         """Replace the client's consent ceiling on every replica of the store."""
         _set("set-ceiling", client_id, config, state_dir, ceiling=ceiling)
 
-    @clients_app.command("set-roles")
+    @clients_app.command(
+        "set-roles", epilog=example("mcpward clients set-roles ci-bot reader -c mcpward.yaml")
+    )
     def set_roles(
         client_id: ClientArg,
         roles: Annotated[
@@ -166,7 +168,7 @@ def register(app: typer.Typer) -> None:
             raise _fail("set-roles", str(exc), 2) from None
         _set("set-roles", client_id, config, state_dir, roles=checked)
 
-    @clients_app.command("reset")
+    @clients_app.command("reset", epilog=example("mcpward clients reset ci-bot -c mcpward.yaml"))
     def reset(
         client_id: ClientArg, config: ConfigOpt = None, state_dir: StateDirOpt = None
     ) -> None:

@@ -8,6 +8,7 @@ from pathlib import Path
 import typer
 from rich.console import Console
 
+from mcpward.cli.options import ForceOpt, example
 from mcpward.config.loader import ConfigError, LoadedConfig, load_config
 from mcpward.config.protections import guards_origin, protection_states
 from mcpward.guards.kinds import resolve_guard_kind
@@ -89,7 +90,7 @@ def register(app: typer.Typer) -> None:
     )
     app.add_typer(config_app, name="config")
 
-    @config_app.command("check")
+    @config_app.command("check", epilog=example("mcpward config check mcpward.yaml"))
     def check(file: Path = typer.Argument(..., help="The YAML configuration to validate.")) -> None:
         """Validate FILE and explain what it configures; exit 1 if it is invalid."""
         console = Console(stderr=False, soft_wrap=True)
@@ -128,7 +129,7 @@ def register(app: typer.Typer) -> None:
                 highlight=False,
             )
 
-    @config_app.command("schema")
+    @config_app.command("schema", epilog=example("mcpward config schema > mcpward.schema.json"))
     def schema() -> None:
         """Print the configuration's JSON Schema (for editor completion); the same document as
         `mcpward schema config`."""
@@ -136,12 +137,12 @@ def register(app: typer.Typer) -> None:
 
         typer.echo(json.dumps(config_schema(), indent=2))
 
-    @config_app.command("init")
+    @config_app.command("init", epilog=example("mcpward config init mcpward.yaml"))
     def init(
         file: Path = typer.Argument(
             Path("mcpward.yaml"), help="Where to write the starter config."
         ),
-        force: bool = typer.Option(False, "--force", help="Overwrite an existing file."),
+        force: ForceOpt = False,
     ) -> None:
         """Write a commented starter configuration."""
         if file.exists() and not force:

@@ -6,7 +6,6 @@ Thin wiring: reads the config and the admin token file, builds `console.app`, ru
 from __future__ import annotations
 
 import socket
-from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -14,6 +13,13 @@ import uvicorn
 from rich.console import Console as RichConsole
 from rich.text import Text
 
+from mcpward.cli.options import (
+    AllowNonLoopbackOpt,
+    ConfigOpt,
+    StateDirOpt,
+    TokenFileOpt,
+    example,
+)
 from mcpward.cli.store_context import StoreChoiceError, cli_store_context
 from mcpward.config.http_front import HttpFront, is_loopback_host
 from mcpward.config.loader import ConfigError, load_config
@@ -73,37 +79,18 @@ def host_policy(host: str, port: int, allowed_hosts: list[str]) -> HostOriginPol
 
 
 def register(app: typer.Typer) -> None:
-    @app.command("console")
+    @app.command(
+        "console",
+        epilog=example("mcpward console --state-dir ~/mcpward-demo/state"),
+    )
     def console(
-        config: Annotated[
-            Path | None,
-            typer.Option(
-                "--config", "-c", help="A gateway config: its state dir, store and front."
-            ),
-        ] = None,
-        state_dir: Annotated[
-            Path | None,
-            typer.Option(
-                "--state-dir",
-                help="The state directory to review (default: the config's, "
-                "$MCPWARD_STATE_DIR, or the one `mcpward run` and `wire` use).",
-            ),
-        ] = None,
-        token_file: Annotated[
-            Path | None,
-            typer.Option(
-                "--token-file",
-                help="File holding the console's admin token (mode 600); default: "
-                f"STATE_DIR/{ADMIN_TOKEN_NAME}, made on first use.",
-            ),
-        ] = None,
+        config: ConfigOpt = None,
+        state_dir: StateDirOpt = None,
+        token_file: TokenFileOpt = None,
         listen: Annotated[
             str, typer.Option("--listen", help="HOST:PORT to serve on (loopback by default).")
         ] = DEFAULT_LISTEN,
-        allow_non_loopback: Annotated[
-            bool,
-            typer.Option("--allow-non-loopback", help="Acknowledge listening beyond this host."),
-        ] = False,
+        allow_non_loopback: AllowNonLoopbackOpt = False,
         allowed_host: Annotated[
             list[str] | None,
             typer.Option("--allowed-host", help="A Host header to accept (HOST:PORT), repeatable."),
@@ -111,7 +98,8 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Serve the review console: open holds with their diffs, accept or keep them.
 
-        Example: `mcpward console` (the default state directory, a token made for you)."""
+        Sign in with the admin token in --token-file (default: STATE_DIR/{ADMIN_TOKEN_NAME},
+        made with mode 600 on first use)."""
         try:
             store = cli_store_context(state_dir, config)
             loaded = load_config(config) if config is not None else None

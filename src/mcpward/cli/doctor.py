@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
 
 import typer
 
+from mcpward.cli.options import ConfigOpt, StateDirOpt, example
 from mcpward.cli.store_context import StoreChoiceError, cli_store_context
 from mcpward.store.factory import StoreContext
 from mcpward.store.paths import state_dir_path
@@ -64,17 +64,10 @@ def _report(findings: list[Finding]) -> None:
 
 
 def register(app: typer.Typer) -> None:
-    @app.command("doctor")
+    @app.command("doctor", epilog=example("mcpward doctor --config mcpward.yaml"))
     def doctor(
-        config: Annotated[
-            Path | None,
-            typer.Option(
-                "--config", "-c", help="Gateway config whose state dir, store and keys to check."
-            ),
-        ] = None,
-        state_dir: Annotated[
-            Path | None, typer.Option("--state-dir", help="The state directory to check.")
-        ] = None,
+        config: ConfigOpt = None,
+        state_dir: StateDirOpt = None,
     ) -> None:
         """Check the state directory, keys, the store (SQLite or PostgreSQL), wired clients and
         Node; print what to fix."""

@@ -14,6 +14,7 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
+from mcpward.cli.options import StateDirOpt, example
 from mcpward.guards.wasm.contract import CONTRACT_VERSION, wit_text
 
 
@@ -21,15 +22,14 @@ def register(app: typer.Typer) -> None:
     guard_app = typer.Typer(help="Write and check WebAssembly guards.", no_args_is_help=True)
     app.add_typer(guard_app, name="guard")
 
-    @guard_app.command("check")
+    @guard_app.command("check", epilog=example("mcpward guard check my-guard.wasm"))
     def check(
         file: Annotated[Path, typer.Argument(help="The guard component (.wasm).")],
-        state_dir: Annotated[
-            Path | None,
-            typer.Option("--state-dir", help="Cache compiled code here (default: the state dir)."),
-        ] = None,
+        state_dir: StateDirOpt = None,
     ) -> None:
-        """Check FILE against mcp:security-guard and print the sha256 for the config."""
+        """Check FILE against mcp:security-guard and print the sha256 for the config.
+
+        The compiled code is cached in the state directory."""
         out = Console(soft_wrap=True)
         err = Console(stderr=True, soft_wrap=True)
         # Imported here: loading wasmtime costs ~90 ms that other commands need not pay.
@@ -98,7 +98,7 @@ def register(app: typer.Typer) -> None:
         if report.needs_wasi:
             out.print("      needs_wasi: true")
 
-    @guard_app.command("wit")
+    @guard_app.command("wit", epilog=example("mcpward guard wit > wit/guard.wit"))
     def wit() -> None:
         """Print the WIT contract guards are built against (save it as wit/guard.wit)."""
         typer.echo(wit_text(), nl=False)

@@ -18,6 +18,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from mcpward.cli.options import ConfigOpt, JsonOpt, OutputOpt, SinceOpt, StateDirOpt, example
 from mcpward.cli.store_context import StoreChoiceError, cli_store_context
 from mcpward.config.loader import ConfigError, load_config
 from mcpward.evidence.checkpoint import (
@@ -51,19 +52,6 @@ EXIT_OK = 0
 EXIT_BAD = 1  # tampered, truncated, or receipt files not intact
 EXIT_UNSIGNED = 2  # unsigned or empty: nothing wrong found, nothing proven either
 EXIT_ERROR = 3  # could not read what was given
-
-ConfigOpt = Annotated[
-    Path | None,
-    typer.Option("--config", "-c", help="Gateway config (for state_dir and evidence.path)."),
-]
-StateDirOpt = Annotated[
-    Path | None,
-    typer.Option("--state-dir", help="State directory (default: config, $MCPWARD_STATE_DIR, XDG)."),
-]
-JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON.")]
-SinceOpt = Annotated[
-    str | None, typer.Option("--since", help="Only entries since: 24h, 7d, or an ISO date.")
-]
 
 err = Console(stderr=True)
 
@@ -203,7 +191,9 @@ def register(app: typer.Typer) -> None:
     )
     app.add_typer(ledger_app, name="ledger")
 
-    @ledger_app.command("verify")
+    @ledger_app.command(
+        "verify", epilog=example("mcpward ledger verify --checkpoint published.note")
+    )
     def verify(
         as_json: JsonOpt = False,
         checkpoint: Annotated[
@@ -222,16 +212,16 @@ def register(app: typer.Typer) -> None:
             Path | None,
             typer.Option(help="A directory of exported receipt files to check against the ledger."),
         ] = None,
-        since: Annotated[
-            str | None, typer.Option(help="With --receipts: only receipts since (24h, 7d, date).")
-        ] = None,
+        since: SinceOpt = None,
         no_hmac: Annotated[
             bool, typer.Option("--no-hmac", help="Do not check HMACs (verify as an outsider).")
         ] = False,
         config: ConfigOpt = None,
         state_dir: StateDirOpt = None,
     ) -> None:
-        """Check the ledger: ok | tampered | truncated | unsigned | empty (exit 0|1|1|2|2)."""
+        """Check the ledger: ok | tampered | truncated | unsigned | empty (exit 0|1|1|2|2).
+
+        With --receipts, --since checks only the receipts newer than that."""
         source = ledger_source(config, state_dir)
         paths = source.paths
         keys = public_key or []
@@ -272,20 +262,21 @@ def register(app: typer.Typer) -> None:
             _print_report(report, Console())
         raise typer.Exit(_exit_code(report))
 
-    @ledger_app.command("export")
+    @ledger_app.command(
+        "export", epilog=example("mcpward ledger export --since 7d -o decisions.jsonl")
+    )
     def export(
         fmt: Annotated[
             ExportFormat, typer.Option("--format", help="jsonl, or receipts (one file each).")
         ] = ExportFormat.jsonl,
         since: SinceOpt = None,
-        output: Annotated[
-            Path | None,
-            typer.Option("--output", "-o", help="File (jsonl; default stdout) or dir (receipts)."),
-        ] = None,
+        output: OutputOpt = None,
         config: ConfigOpt = None,
         state_dir: StateDirOpt = None,
     ) -> None:
-        """Export entries as JSON Lines (SIEM) or receipts as files (for `verify --receipts`)."""
+        """Export entries as JSON Lines (SIEM) or receipts as files (for `verify --receipts`).
+
+        --format receipts writes one file per receipt into the --output directory."""
         source = ledger_source(config, state_dir)
         after = _since(since)
         if fmt is ExportFormat.receipts and output is None:
@@ -306,7 +297,7 @@ def register(app: typer.Typer) -> None:
         what = "receipt(s)" if fmt is ExportFormat.receipts else "entries"
         err.print(f"exported {count} {what}")
 
-    @ledger_app.command("tail")
+    @ledger_app.command("tail", epilog=example("mcpward ledger tail -n 20"))
     def tail(
         lines: Annotated[
             int, typer.Option("--lines", "-n", min=0, help="Show this many recent entries first.")
@@ -342,16 +333,16 @@ def register(app: typer.Typer) -> None:
         except (OSError, LedgerStoreError) as exc:
             raise _fail(str(exc)) from None
 
-    @ledger_app.command("checkpoint")
+    @ledger_app.command("checkpoint", epilog=example("mcpward ledger checkpoint -o published.note"))
     def checkpoint_cmd(
-        output: Annotated[
-            Path | None, typer.Option("--output", "-o", help="Also write the signed note here.")
-        ] = None,
+        output: OutputOpt = None,
         as_json: JsonOpt = False,
         config: ConfigOpt = None,
         state_dir: StateDirOpt = None,
     ) -> None:
-        """Sign a checkpoint now (or show the latest if nothing changed) and export it."""
+        """Sign a checkpoint now (or show the latest if nothing changed) and export it.
+
+        The signed note is printed; --output also writes it to a file."""
         source = ledger_source(config, state_dir)
         try:
             ledger = source.open()
@@ -373,7 +364,9 @@ def register(app: typer.Typer) -> None:
         else:
             typer.echo(latest.note, nl=False)
 
-    @ledger_app.command("rotate-key")
+    @ledger_app.command(
+        "rotate-key", epilog=example("mcpward ledger rotate-key --config mcpward.yaml")
+    )
     def rotate_key(config: ConfigOpt = None, state_dir: StateDirOpt = None) -> None:
         """Start a new HMAC key; the rotation is recorded in the ledger, old keys are kept."""
         source = ledger_source(config, state_dir)
@@ -391,7 +384,7 @@ def register(app: typer.Typer) -> None:
             f"(entry {rotation.seq})"
         )
 
-    @ledger_app.command("public-key")
+    @ledger_app.command("public-key", epilog=example("mcpward ledger public-key"))
     def public_key_cmd(config: ConfigOpt = None, state_dir: StateDirOpt = None) -> None:
         """Print the checkpoint verifier key to publish (outsiders verify with it)."""
         paths = evidence_paths(config, state_dir)
@@ -403,11 +396,9 @@ def register(app: typer.Typer) -> None:
             raise _fail(f"no key yet at {paths.public_key}; it is created with the ledger")
         typer.echo(key)
 
-    @app.command("stats")
+    @app.command("stats", epilog=example("mcpward stats --since 7d"))
     def stats_cmd(
-        since: Annotated[
-            str, typer.Option("--since", help="Period start: 30d, 24h, or an ISO date.")
-        ] = "30d",
+        since: SinceOpt = "30d",
         as_json: JsonOpt = False,
         config: ConfigOpt = None,
         state_dir: StateDirOpt = None,
@@ -428,7 +419,7 @@ def register(app: typer.Typer) -> None:
         else:
             _print_stats(stats, Console(highlight=False))
 
-    @app.command("schema")
+    @app.command("schema", epilog=example("mcpward schema receipt"))
     def schema_cmd(
         name: Annotated[SchemaName, typer.Argument(help="receipt, checkpoint or config")],
     ) -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib
 import sys
+from types import SimpleNamespace
 from typing import Any
 
 import typer
@@ -78,9 +79,11 @@ def build_app(argv: list[str]) -> typer.Typer:
 
 
 def plain_flags(command: Any) -> Any:
-    """Flags show no `<bool>` placeholder in help (`--dry-run`, never `--dry-run true`).
+    """Flags show no `<bool>` placeholder in help (`--dry-run`, never `--dry-run true`), nor
+    does `--help` (made on first use, then cached: made here with click's default name).
     Duck-typed: typer carries its own copy of click."""
-    for param in command.params:
+    help_option = command.get_help_option(SimpleNamespace(help_option_names=["--help"]))
+    for param in [*command.params, *([help_option] if help_option is not None else [])]:
         if getattr(param, "is_flag", False):
             param.metavar = " "
     for sub in getattr(command, "commands", {}).values():

@@ -18,6 +18,18 @@ import typer
 from rich.console import Console
 from rich.text import Text
 
+from mcpward.cli.options import (
+    AllOpt,
+    ByOpt,
+    ConfigOpt,
+    JsonOpt,
+    KindOpt,
+    OutputOpt,
+    RequiredConfigOpt,
+    StateDirOpt,
+    TimeoutOpt,
+    example,
+)
 from mcpward.cli.store_context import StoreChoiceError, cli_store_context
 from mcpward.config.loader import ConfigError, load_config
 from mcpward.config.models import GatewayConfig
@@ -57,22 +69,6 @@ from mcpward.store.pins_sqlite import DB_NAME
 out = Console(highlight=False, soft_wrap=True)  # command lines stay whole (copy-paste)
 err = Console(stderr=True, highlight=False)
 
-StateDir = Annotated[
-    Path | None,
-    typer.Option(
-        "--state-dir", help="The gateway's state directory (default: as the gateway finds it)."
-    ),
-]
-ConfigFile = Annotated[
-    Path | None,
-    typer.Option(
-        "--config", "-c", help="Use the store of this gateway config (SQLite or PostgreSQL)."
-    ),
-]
-KindOpt = Annotated[
-    str, typer.Option("--kind", "-k", help="tool | prompt | resource | resource_template | server")
-]
-JsonOut = Annotated[bool, typer.Option("--json", help="Machine-readable output.")]
 Upstream = Annotated[str, typer.Argument(help="The upstream id.")]
 EXPORT_FORMAT = "mcpward-pins/1"
 
@@ -128,12 +124,12 @@ def register(app: typer.Typer) -> None:
     pins = typer.Typer(help="Review, accept and revoke contract pins.", no_args_is_help=True)
     app.add_typer(pins, name="pins")
 
-    @pins.command("list")
+    @pins.command("list", epilog=example("mcpward pins list"))
     def list_(
         upstream: Annotated[str | None, typer.Argument(help="Only this upstream.")] = None,
-        state_dir: StateDir = None,
-        config: ConfigFile = None,
-        as_json: JsonOut = False,
+        state_dir: StateDirOpt = None,
+        config: ConfigOpt = None,
+        as_json: JsonOpt = False,
     ) -> None:
         """Pinned upstreams with their pin and hold counts."""
         store = _open(state_dir, config)
@@ -160,13 +156,13 @@ def register(app: typer.Typer) -> None:
                 line.append(f"  TAMPERED: {sanitize_text(row['tampered'], 200)}", style="bold red")
             out.print(line)
 
-    @pins.command("history")
+    @pins.command("history", epilog=example("mcpward pins history demo --config fleet.yaml"))
     def history(
         upstream: Annotated[str | None, typer.Argument(help="Only this upstream.")] = None,
         limit: Annotated[int, typer.Option("--limit", min=1, max=100_000)] = 50,
-        state_dir: StateDir = None,
-        config: ConfigFile = None,
-        as_json: JsonOut = False,
+        state_dir: StateDirOpt = None,
+        config: ConfigOpt = None,
+        as_json: JsonOpt = False,
     ) -> None:
         """Changes to pins and holds, newest first (the PostgreSQL store; each row MACed)."""
         store = _open(state_dir, config)
@@ -189,14 +185,14 @@ def register(app: typer.Typer) -> None:
             line = f"{stamp}  {r.action:<7} {r.upstream} {r.kind} {r.name} {r.hash or ''}"
             out.print(Text(sanitize_text(line, 300) + mark))
 
-    @pins.command("show")
+    @pins.command("show", epilog=example("mcpward pins show demo echo"))
     def show(
         upstream: Upstream,
         name: Annotated[str | None, typer.Argument(help="One item's pinned contract.")] = None,
         kind: KindOpt = "tool",
-        state_dir: StateDir = None,
-        config: ConfigFile = None,
-        as_json: JsonOut = False,
+        state_dir: StateDirOpt = None,
+        config: ConfigOpt = None,
+        as_json: JsonOpt = False,
     ) -> None:
         """An upstream's pins (and whether they verify), or one pinned contract."""
         store = _open(state_dir, config)
@@ -234,14 +230,14 @@ def register(app: typer.Typer) -> None:
         if loaded.holds:
             out.print(holds_table(list(loaded.holds.values())))
 
-    @pins.command("diff")
+    @pins.command("diff", epilog=example("mcpward pins diff demo echo"))
     def diff(
         upstream: Upstream,
         name: Annotated[str | None, typer.Argument(help="One held item (default: all).")] = None,
         kind: KindOpt = "tool",
-        state_dir: StateDir = None,
-        config: ConfigFile = None,
-        as_json: JsonOut = False,
+        state_dir: StateDirOpt = None,
+        config: ConfigOpt = None,
+        as_json: JsonOpt = False,
     ) -> None:
         """What changed in held contracts, against their pins."""
         store = _open(state_dir, config)
@@ -265,9 +261,13 @@ def register(app: typer.Typer) -> None:
             )
             return
         for d in diffs:
-            out.print(hold_diff_view(d, _commands(state_dir, config)))
+            # soft_wrap off: the banner's commands wrap inside it instead of being cut at its edge
+            out.print(hold_diff_view(d, _commands(state_dir, config)), soft_wrap=False)
 
-    @pins.command("accept")
+    @pins.command(
+        "accept",
+        epilog=example("mcpward pins accept demo echo --hash HASH_FROM_THE_HOLD --by alice"),
+    )
     def accept_(
         upstream: Upstream,
         name: Annotated[str | None, typer.Argument(help="The held item to accept.")] = None,
@@ -276,15 +276,10 @@ def register(app: typer.Typer) -> None:
             str | None,
             typer.Option("--hash", help="Accept only if the held contract has this hash."),
         ] = None,
-        every: Annotated[
-            bool, typer.Option("--all", help="Accept every hold of the upstream.")
-        ] = False,
-        by: Annotated[
-            str | None,
-            typer.Option("--by", help="Who accepts (recorded with the pin; default: OS user)."),
-        ] = None,
-        state_dir: StateDir = None,
-        config: ConfigFile = None,
+        every: AllOpt = False,
+        by: ByOpt = None,
+        state_dir: StateDirOpt = None,
+        config: ConfigOpt = None,
     ) -> None:
         """Re-pin held contracts after review; the next call proceeds."""
         store = _open(state_dir, config)
@@ -299,17 +294,14 @@ def register(app: typer.Typer) -> None:
             what = "removal of" if hold.new_contract is None else "new contract of"
             out.print(Text(f"accepted {what} {hold.kind.value} {sanitize_text(hold.name, 80)}"))
 
-    @pins.command("revoke")
+    @pins.command("revoke", epilog=example("mcpward pins revoke demo --all"))
     def revoke_(
         upstream: Upstream,
         name: Annotated[str | None, typer.Argument(help="The item to forget.")] = None,
         kind: KindOpt = "tool",
-        every: Annotated[
-            bool,
-            typer.Option("--all", help="Forget the whole upstream (re-pinned on first sight)."),
-        ] = False,
-        state_dir: StateDir = None,
-        config: ConfigFile = None,
+        every: AllOpt = False,
+        state_dir: StateDirOpt = None,
+        config: ConfigOpt = None,
     ) -> None:
         """Forget pins: the next listing pins them again (trust on first use)."""
         store = _open(state_dir, config)
@@ -319,16 +311,14 @@ def register(app: typer.Typer) -> None:
             raise _fail(str(exc)) from None
         out.print(f"forgot {count} pin(s) of upstream {upstream!r}")
 
-    @pins.command("export")
+    @pins.command("export", epilog=example("mcpward pins export demo -o reviewed-pins.json"))
     def export(
         upstream: Annotated[
             list[str] | None, typer.Argument(help="Upstreams to export (default: all).")
         ] = None,
-        output: Annotated[
-            Path | None, typer.Option("--output", "-o", help="File to write (default: stdout).")
-        ] = None,
-        state_dir: StateDir = None,
-        config: ConfigFile = None,
+        output: OutputOpt = None,
+        state_dir: StateDirOpt = None,
+        config: ConfigOpt = None,
     ) -> None:
         """Write verified pins as JSON (to share a reviewed baseline)."""
         store = _open(state_dir, config)
@@ -351,14 +341,14 @@ def register(app: typer.Typer) -> None:
             output.write_text(text + "\n", encoding="utf-8")
             out.print(f"wrote {sum(len(v) for v in data['upstreams'].values())} pin(s) to {output}")
 
-    @pins.command("import")
+    @pins.command("import", epilog=example("mcpward pins import reviewed-pins.json"))
     def import_(
         file: Annotated[Path, typer.Argument(help="A file written by `mcpward pins export`.")],
         replace: Annotated[
             bool, typer.Option("--replace", help="Forget each upstream's pins first.")
         ] = False,
-        state_dir: StateDir = None,
-        config: ConfigFile = None,
+        state_dir: StateDirOpt = None,
+        config: ConfigOpt = None,
     ) -> None:
         """Pin contracts from an export; every contract must match its hash."""
         store = _open(state_dir, config, must_exist=False)
@@ -385,12 +375,12 @@ def register(app: typer.Typer) -> None:
             total += len(pins_)
         out.print(f"imported {total} pin(s)")
 
-    @app.command("holds")
+    @app.command("holds", epilog=example("mcpward holds --state-dir ~/mcpward-demo/state"))
     def holds(
         upstream: Annotated[str | None, typer.Argument(help="Only this upstream.")] = None,
-        state_dir: StateDir = None,
-        config: ConfigFile = None,
-        as_json: JsonOut = False,
+        state_dir: StateDirOpt = None,
+        config: ConfigOpt = None,
+        as_json: JsonOpt = False,
     ) -> None:
         """What is held right now and why (readable while the gateway runs)."""
         context = _context(state_dir, config)
@@ -445,7 +435,7 @@ def register(app: typer.Typer) -> None:
         out.print(holds_table(current))
         out.print(Text(HOLD_MEANING, style="dim"))
 
-    @app.command("diff")
+    @app.command("diff", epilog=example("mcpward diff before.json after.json --posture strict"))
     def diff_files(
         old: Annotated[
             Path,
@@ -458,7 +448,7 @@ def register(app: typer.Typer) -> None:
         new_tools: Annotated[
             str | None, typer.Option("--new-tools", help="tofu | review (default: the posture's)")
         ] = None,
-        as_json: JsonOut = False,
+        as_json: JsonOpt = False,
     ) -> None:
         """Classify the drift between two saved lists. Exit 0: no drift that holds; 1: the
         posture would hold; 2: an input is unusable."""
@@ -480,18 +470,15 @@ def register(app: typer.Typer) -> None:
         if result.verdict.holds:
             raise typer.Exit(1)
 
-    @app.command("snapshot")
+    @app.command(
+        "snapshot",
+        epilog=example("mcpward snapshot --config mcpward.yaml --server demo -o after.json"),
+    )
     def snapshot(
-        config: Annotated[
-            Path, typer.Option("--config", "-c", help="The gateway config naming the upstream.")
-        ],
+        config: RequiredConfigOpt,
         server: Annotated[str, typer.Option("--server", "-s", help="The upstream id.")],
-        output: Annotated[
-            Path | None, typer.Option("--output", "-o", help="File to write (default: stdout).")
-        ] = None,
-        timeout: Annotated[
-            float, typer.Option("--timeout", help="Seconds for the whole read.")
-        ] = 30.0,
+        output: OutputOpt = None,
+        timeout: TimeoutOpt = 30.0,
     ) -> None:
         """Connect to one upstream directly (not through the gateway) and save its lists."""
         try:

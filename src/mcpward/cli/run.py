@@ -17,6 +17,13 @@ from typing import TYPE_CHECKING, Any, NoReturn
 import typer
 
 from mcpward.cli.logs import configure_logging
+from mcpward.cli.options import (
+    AllowNonLoopbackOpt,
+    ConfigOpt,
+    TokenFileOpt,
+    UpstreamIdOpt,
+    example,
+)
 
 if TYPE_CHECKING:
     from mcpward.config.loader import LoadedConfig
@@ -199,11 +206,12 @@ def register(app: typer.Typer) -> None:
     @app.command(
         "run",
         context_settings={"allow_extra_args": True, "ignore_unknown_options": True},
+        epilog=example("mcpward run --id time -- uvx mcp-server-time"),
     )
     def run(
         command: list[str] = typer.Argument(None, help="After `--`: the stdio server to wrap."),
-        config: Path | None = typer.Option(None, "--config", "-c", help="Gateway config (YAML)."),
-        upstream_id: str | None = typer.Option(None, "--id", help="Quick form: the upstream's id."),
+        config: ConfigOpt = None,
+        upstream_id: UpstreamIdOpt = None,
         pass_env: list[str] = typer.Option(
             [], "--pass-env", help="Quick form: pass this environment variable to the server."
         ),
@@ -215,16 +223,8 @@ def register(app: typer.Typer) -> None:
             "--http",
             help="Quick form: serve Streamable HTTP on HOST:PORT (needs --token-file).",
         ),
-        token_file: Path | None = typer.Option(
-            None,
-            "--token-file",
-            help="Quick form: file holding the bearer token clients must send.",
-        ),
-        allow_non_loopback: bool = typer.Option(
-            False,
-            "--allow-non-loopback",
-            help="Quick form: acknowledge a non-loopback --http address.",
-        ),
+        token_file: TokenFileOpt = None,
+        allow_non_loopback: AllowNonLoopbackOpt = False,
         shadow: bool = typer.Option(
             False, "--shadow", help="Record what would be denied; block nothing."
         ),
@@ -248,7 +248,10 @@ def register(app: typer.Typer) -> None:
             None, "--log-file", help="Log here instead of stderr."
         ),
     ) -> None:
-        """Run the gateway: `mcpward run --config FILE` or `mcpward run -- COMMAND ARGS…`."""
+        """Run the gateway: `mcpward run --config FILE` or `mcpward run -- COMMAND ARGS…`.
+
+        The quick form (`-- COMMAND`) takes --id, --pass-env, --env and --http (with
+        --token-file and --allow-non-loopback); with --config they are set in the file."""
         if (config is None) == (not command):
             raise _fail("give either --config FILE or `-- COMMAND [ARGS…]` (not both)")
         if config is not None and (http or token_file or allow_non_loopback):

@@ -14,6 +14,7 @@ import orjson
 import typer
 from rich.console import Console
 
+from mcpward.cli.options import JsonOpt, VerboseOpt, example
 from mcpward.contracts.snapshot_file import LIST_KEYS, Snapshot, SnapshotError, parse_snapshot
 from mcpward.guards.secrets import SecretsGuard, SecretsOptions
 from mcpward.guards.tool_poisoning import ToolPoisoningGuard, ToolPoisoningOptions
@@ -114,15 +115,13 @@ def _print_scan(report: dict[str, Any], console: Console) -> None:
 
 
 def register(app: typer.Typer) -> None:
-    @app.command("scan")
+    @app.command("scan", epilog=example("mcpward scan after.json --json"))
     def scan(
         file: Annotated[
             Path,
             typer.Argument(help="A saved tools/list result, or several keyed by upstream id."),
         ],
-        as_json: Annotated[
-            bool, typer.Option("--json", help="Print the findings as JSON.")
-        ] = False,
+        as_json: JsonOpt = False,
     ) -> None:
         """Run tool_poisoning and tool_shadowing over a saved list.
 
@@ -139,13 +138,13 @@ def register(app: typer.Typer) -> None:
             _print_scan(report, Console())
         raise typer.Exit(1 if report["would_drop"] else 0)
 
-    @app.command("redact")
+    @app.command("redact", epilog=example("mcpward redact --json < server-output.txt"))
     def redact(
-        as_json: Annotated[
-            bool, typer.Option("--json", help="Print per-kind counts instead of the text.")
-        ] = False,
+        as_json: JsonOpt = False,
     ) -> None:
-        """Read text on stdin and write it with the secrets guard's egress redaction applied."""
+        """Read text on stdin and write it with the secrets guard's egress redaction applied.
+
+        --json prints how many secrets of each kind were redacted instead of the text."""
         guard = SecretsGuard(
             GuardSpec(kind="secrets", runs_on=[Phase.TOOL_RESULT]), SecretsOptions()
         )
@@ -168,9 +167,9 @@ def register(app: typer.Typer) -> None:
     eval_app = typer.Typer(help="Measure the detectors on labelled corpora.", no_args_is_help=True)
     app.add_typer(eval_app, name="eval")
 
-    @eval_app.command("detectors")
+    @eval_app.command("detectors", epilog=example("mcpward eval detectors --split dev --markdown"))
     def detectors(
-        as_json: Annotated[bool, typer.Option("--json", help="Print the rows as JSON.")] = False,
+        as_json: JsonOpt = False,
         markdown: Annotated[
             bool, typer.Option("--markdown", help="Print a Markdown table.")
         ] = False,
@@ -180,9 +179,7 @@ def register(app: typer.Typer) -> None:
         real_servers: Annotated[
             Path | None, typer.Option("--real-servers", help="Default: tests/data/real_servers.")
         ] = None,
-        verbose: Annotated[
-            bool, typer.Option("--verbose", help="List misses and false positives.")
-        ] = False,
+        verbose: VerboseOpt = False,
         split: Annotated[
             str,
             typer.Option(
@@ -222,13 +219,13 @@ def register(app: typer.Typer) -> None:
                         soft_wrap=True,
                     )
 
-    @eval_app.command("round5")
+    @eval_app.command("round5", epilog=example("mcpward eval round5 --verbose"))
     def round5_dev(
         rows_file: Annotated[
             Path | None,
             typer.Option("--rows", help="JSONL rows; default: our round-5 development set."),
         ] = None,
-        verbose: Annotated[bool, typer.Option("--verbose", help="List misses (ids).")] = False,
+        verbose: VerboseOpt = False,
     ) -> None:
         """Round-5 rows (definitions, results, cross-server) through the default guards."""
         from mcpward.evaluation import round5
@@ -240,13 +237,13 @@ def register(app: typer.Typer) -> None:
                 for miss in cell.misses:
                     typer.echo(f"{key}: {miss}", err=True)
 
-    @eval_app.command("sealed")
+    @eval_app.command("sealed", epilog=example("mcpward eval sealed --dir tests/evaluation/sealed"))
     def sealed(
         directory: Annotated[Path, typer.Option("--dir", help="The sealed set's folder.")] = Path(
             "tests/evaluation/sealed"
         ),
         stem: Annotated[str, typer.Option("--stem", help="The set's file stem.")] = "round5",
-        verbose: Annotated[bool, typer.Option("--verbose", help="List misses (ids).")] = False,
+        verbose: VerboseOpt = False,
     ) -> None:
         """Open a sealed set in memory (checking its SHA-256) and run the default guards on it.
         Run it once, after the rules are final: the set is development data from then on."""

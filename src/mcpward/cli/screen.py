@@ -16,6 +16,15 @@ import typer
 from rich.console import Console
 from rich.text import Text
 
+from mcpward.cli.options import (
+    UPSTREAM_ID,
+    ConfigOpt,
+    JsonOpt,
+    OutputOpt,
+    StateDirOpt,
+    TimeoutOpt,
+    example,
+)
 from mcpward.config.loader import ConfigError, parse_config
 from mcpward.contracts.model import ItemKind, Pin
 from mcpward.contracts.snapshot_file import Snapshot, SnapshotError
@@ -190,21 +199,17 @@ def register(app: typer.Typer) -> None:
     @app.command(
         "screen",
         context_settings={"allow_extra_args": True, "ignore_unknown_options": True},
+        epilog=example("mcpward screen --id time --json -- uvx mcp-server-time"),
     )
     def screen(
         command: list[str] = typer.Argument(None, help="After `--`: the stdio server to screen."),
         url: Annotated[str | None, typer.Option("--url", help="Screen a remote server.")] = None,
-        upstream_id: Annotated[
-            str, typer.Option("--id", help="The id it would have (typosquat check, --pin).")
-        ] = SCREEN_ID,
+        upstream_id: Annotated[str, UPSTREAM_ID] = SCREEN_ID,
         allowed: Annotated[
             list[str] | None,
             typer.Option("--allowed", help="An allowed upstream id (typosquat check); repeat."),
         ] = None,
-        config: Annotated[
-            Path | None,
-            typer.Option("--config", help="Take the allowed ids and state dir from a config."),
-        ] = None,
+        config: ConfigOpt = None,
         allow_private: Annotated[
             list[str] | None,
             typer.Option("--allow-private", help="--url: a private address/CIDR it may reach."),
@@ -212,14 +217,15 @@ def register(app: typer.Typer) -> None:
         pin: Annotated[
             bool, typer.Option("--pin", help="Record the screened contracts as the pins.")
         ] = False,
-        state_dir: Annotated[
-            Path | None, typer.Option("--state-dir", help="Where --pin writes.")
-        ] = None,
-        timeout: Annotated[float, typer.Option("--timeout", help="Seconds to list it.")] = 60.0,
-        as_json: Annotated[bool, typer.Option("--json", help="JSON for CI.")] = False,
+        state_dir: StateDirOpt = None,
+        timeout: TimeoutOpt = 60.0,
+        as_json: JsonOpt = False,
     ) -> None:
         """Screen a server before wiring it. Exit 0 ALLOW, 1 REVIEW, 2 DENY, 3 UNVERIFIED
-        (4: refused, e.g. --pin on a pinned upstream)."""
+        (4: refused, e.g. --pin on a pinned upstream).
+
+        --id is checked against the allowed ids (--allowed, and a --config's upstreams) for
+        typosquats; --pin records the screened contracts under it in the state directory."""
         if (url is None) == (not command):
             raise typer.Exit(_refuse("give a command after `--`, or --url (not both)"))
         allowed_ids = list(allowed or [])
@@ -259,12 +265,10 @@ def register_verdicts(app: typer.Typer) -> None:
     verdicts = typer.Typer(help="Screen verdicts: export them signed, import others' (checked).")
     app.add_typer(verdicts, name="verdicts")
 
-    @verdicts.command("export")
+    @verdicts.command("export", epilog=example("mcpward verdicts export -o my-verdicts.note"))
     def export(
-        output: Annotated[
-            Path | None, typer.Option("-o", "--output", help="File (default: stdout).")
-        ] = None,
-        state_dir: Annotated[Path | None, typer.Option("--state-dir")] = None,
+        output: OutputOpt = None,
+        state_dir: StateDirOpt = None,
     ) -> None:
         """This operator's screen verdicts, signed with the state dir's Ed25519 key."""
         from mcpward.contracts.verdicts import VerdictStore, export_note
@@ -283,13 +287,16 @@ def register_verdicts(app: typer.Typer) -> None:
             out.print(Text(f"wrote {len(local)} verdict(s) to {output}; "
                            f"their verifier key is {paths.public_key}"))  # fmt: skip
 
-    @verdicts.command("import")
+    @verdicts.command(
+        "import",
+        epilog=example("mcpward verdicts import their-verdicts.note --trust their-key.pub"),
+    )
     def import_(
         source: Annotated[Path, typer.Argument(help="A file from `mcpward verdicts export`.")],
         trust: Annotated[
             list[Path], typer.Option("--trust", help="The exporter's public key file; repeat.")
         ],
-        state_dir: Annotated[Path | None, typer.Option("--state-dir")] = None,
+        state_dir: StateDirOpt = None,
     ) -> None:
         """Import verdicts signed by a trusted key. They can make a later screen stricter, never
         laxer, and they never change a pin or a HOLD."""

@@ -9,13 +9,11 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
+from mcpward.cli.options import RequiredConfigOpt, example
 from mcpward.cli.store_context import StoreChoiceError, cli_store_context
 from mcpward.store.factory import StoreContext, store_ready
 
 err = Console(stderr=True, highlight=False, soft_wrap=True)
-ConfigOpt = Annotated[
-    Path, typer.Option("--config", "-c", help="The gateway config whose store is meant.")
-]
 
 
 def _fail(message: str, code: int = 1) -> typer.Exit:
@@ -34,8 +32,8 @@ def register(app: typer.Typer) -> None:
     store_app = typer.Typer(help="The state store: migrations, status, copy.", no_args_is_help=True)
     app.add_typer(store_app, name="store")
 
-    @store_app.command("migrate")
-    def migrate_cmd(config: ConfigOpt) -> None:
+    @store_app.command("migrate", epilog=example("mcpward store migrate --config fleet.yaml"))
+    def migrate_cmd(config: RequiredConfigOpt) -> None:
         """Apply the pending schema migrations of a PostgreSQL store (each in one transaction)."""
         from mcpward.store.postgres.migrations import code_version, migrate
         from mcpward.store.postgres.pool import PostgresUnavailable, acquire_pool, release_pool
@@ -58,8 +56,8 @@ def register(app: typer.Typer) -> None:
             err.print(f"applied {migration.version:04d}_{migration.name}")
         err.print(f"{pool.where}: schema at version {code_version()}")
 
-    @store_app.command("status")
-    def status_cmd(config: ConfigOpt) -> None:
+    @store_app.command("status", epilog=example("mcpward store status --config fleet.yaml"))
+    def status_cmd(config: RequiredConfigOpt) -> None:
         """Whether the store answers and its schema matches this mcpward (exit 1 if not)."""
         context = _context(config)
         reason = store_ready(context)
@@ -68,7 +66,10 @@ def register(app: typer.Typer) -> None:
             raise _fail(f"{where}: not ready: {reason}")
         err.print(f"{where}: ready (keys in {context.keys_dir})")
 
-    @store_app.command("copy")
+    @store_app.command(
+        "copy",
+        epilog=example("mcpward store copy --from-config mcpward.yaml --to-config fleet.yaml"),
+    )
     def copy_cmd(
         from_config: Annotated[
             Path, typer.Option("--from-config", help="The single-box (SQLite) config.")

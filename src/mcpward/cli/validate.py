@@ -15,32 +15,31 @@ import typer
 from rich.console import Console
 from rich.text import Text
 
-from mcpward.cli.pins import ConfigFile, StateDir, _fail, _open
+from mcpward.cli.options import ByOpt, ConfigOpt, JsonOpt, StateDirOpt, example
+from mcpward.cli.pins import _fail, _open
 from mcpward.contracts.sanitize import sanitize_text
 
 out = Console(highlight=False)
 
 
 def register(app: typer.Typer) -> None:
-    @app.command("validate")
+    @app.command("validate", epilog=example("mcpward validate demo read_config --seed 7"))
     def validate(
         upstream: Annotated[str, typer.Argument(help="The upstream id.")],
         tool: Annotated[str, typer.Argument(help="The held tool.")],
-        config: ConfigFile = None,
-        state_dir: StateDir = None,
+        config: ConfigOpt = None,
+        state_dir: StateDirOpt = None,
         seed: Annotated[
             int | None, typer.Option("--seed", help="The battery's seed (default: random).")
         ] = None,
         samples: Annotated[
             int, typer.Option("--samples", min=0, max=500, help="Random valid inputs to add.")
         ] = 12,
-        as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
+        as_json: JsonOpt = False,
         call_timeout: Annotated[
             float, typer.Option("--call-timeout", min=0.1, max=300, help="Seconds per call.")
         ] = 15.0,
-        by: Annotated[
-            str | None, typer.Option("--by", help="Who asked (recorded; default: OS user).")
-        ] = None,
+        by: ByOpt = None,
     ) -> None:
         """Observe a held tool's behaviour in a no-egress sandbox: CLEARED (exit 0) releases the
         hold for the running gateway only; FAILED adds the evidence to it; UNAVAILABLE leaves it."""

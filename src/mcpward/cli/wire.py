@@ -9,6 +9,7 @@ from typing import Annotated
 
 import typer
 
+from mcpward.cli.options import ClientFileOpt, DryRunOpt, ForceOpt, StateDirOpt, example
 from mcpward.store.paths import resolve_state_dir
 from mcpward.wiring.backup import WiringStateError, WiringStore
 from mcpward.wiring.clients import CLIENTS, ClientFormat, default_config_path
@@ -34,15 +35,6 @@ REMOTE_NOTE = (
 ClientArg = Annotated[
     str,
     typer.Argument(metavar="CLIENT", help=f"The client: {', '.join(CLIENTS)}.", show_default=False),
-]
-ConfigFileOpt = Annotated[
-    Path | None,
-    typer.Option("--config-file", help="The client's config file, if not at its default place."),
-]
-DryRunOpt = Annotated[bool, typer.Option("--dry-run", help="Show the diff; write nothing.")]
-StateDirOpt = Annotated[
-    Path | None,
-    typer.Option("--state-dir", help="mcpward state directory (backups and wiring markers)."),
 ]
 
 
@@ -130,10 +122,10 @@ def _unwire(
 
 
 def register(app: typer.Typer) -> None:
-    @app.command("wire")
+    @app.command("wire", epilog=example("mcpward wire claude-desktop --dry-run"))
     def wire(
         client_name: ClientArg,
-        config_file: ConfigFileOpt = None,
+        config_file: ClientFileOpt = None,
         dry_run: DryRunOpt = False,
         state_dir: StateDirOpt = None,
     ) -> None:
@@ -144,22 +136,18 @@ def register(app: typer.Typer) -> None:
         with store.locked():
             _wire(client, path, store, dry_run)
 
-    @app.command("unwire")
+    @app.command("unwire", epilog=example("mcpward unwire claude-desktop --dry-run"))
     def unwire(
         client_name: ClientArg,
-        config_file: ConfigFileOpt = None,
+        config_file: ClientFileOpt = None,
         dry_run: DryRunOpt = False,
-        force: Annotated[
-            bool,
-            typer.Option(
-                "--force",
-                help="If the wired entries were edited since: restore the backup anyway "
-                "(discards every change made to the file since it was wired).",
-            ),
-        ] = False,
+        force: ForceOpt = False,
         state_dir: StateDirOpt = None,
     ) -> None:
-        """Take CLIENT's servers out from behind mcpward: the file as it was, byte for byte."""
+        """Take CLIENT's servers out from behind mcpward: the file as it was, byte for byte.
+
+        If the wired entries were edited since, --force restores the backup anyway, discarding
+        every change made to the file since it was wired."""
         client = _client(client_name)
         path = config_file or default_config_path(client.name)
         store = WiringStore(resolve_state_dir(state_dir))

@@ -41,13 +41,9 @@ def _value(value: Any, limit: int = 100) -> Text:
 
 def changes_table(changes: list[Change], *, values: bool = True) -> Table:
     table = Table(show_header=True, header_style="bold", expand=False)
-    table.add_column("kind")
-    table.add_column("family", style="dim")
-    table.add_column("where")
-    table.add_column("detail")
-    if values:
-        table.add_column("before")
-        table.add_column("after")
+    for column in ("kind", "family", "where", "detail", *(("before", "after") if values else ())):
+        # wrap, never cut
+        table.add_column(column, style="dim" if column == "family" else "", overflow="fold")
     for change in changes:
         row: list[RenderableType] = [
             Text(

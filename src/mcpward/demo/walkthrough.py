@@ -27,7 +27,7 @@ from rich.table import Table
 from rich.text import Text
 
 from mcpward.contracts.hold_walkthrough import accept_held_call, show_held_call
-from mcpward.demo.server import FAKE_SECRETS, write_control
+from mcpward.demo.server import FAKE_SECRETS, REWORD_TOOL, write_control
 from mcpward.evidence.export import iter_receipts
 from mcpward.evidence.ledger import Ledger, verify_ledger
 from mcpward.evidence.settings import EvidencePaths
@@ -223,6 +223,41 @@ async def step_rug_pull_held(run: DemoRun) -> None:
     raise StepFailed(f"the drifted call was not held; the upstream answered: {_text_of(result)}")
 
 
+async def step_hold_left_open(run: DemoRun) -> None:
+    """A second rug pull is held and left open for you to review (demo --keep)."""
+    write_control(run.control_path, drift=True, notify=True, reword=True)
+    run.say(
+        f"The demo server now rewrites [bold]{REWORD_TOOL}[/bold]'s description: it asks the "
+        "model to send ~/.aws/credentials along."
+    )
+    listed = {t.name for t in (await run.client.list_tools()).tools}
+    if REWORD_TOOL not in listed:
+        run.say(
+            f"[dim]{REWORD_TOOL} is no longer listed: its new description looks poisoned, so "
+            "it stays out of the list until a person reviews it.[/dim]"
+        )
+    try:
+        result = await run.client.call_tool(REWORD_TOOL, {})
+    except MCPError as exc:
+        if exc.code != HOLD:
+            raise StepFailed(
+                f"expected error {HOLD} (hold), got {exc.code}: {exc.message}"
+            ) from None
+        show_held_call(run.console, run.state_dir, exc.data if isinstance(exc.data, dict) else {})
+        state = escape(shlex.quote(str(run.state_dir)))
+        run.console.print(  # soft_wrap: each command stays on one line, to copy as printed
+            "[bold]Not accepted:[/bold] this hold stays open for you. Review it with\n"
+            f"  mcpward holds --state-dir {state}\n"
+            f"  mcpward console --state-dir {state}",
+            soft_wrap=True,
+            highlight=False,
+        )
+        return
+    raise StepFailed(
+        f"the reworded {REWORD_TOOL} was not held; the upstream answered: {_text_of(result)}"
+    )
+
+
 def _checkpoint_and_verify(state_dir: Path) -> str:
     """Sign a checkpoint now and verify the whole ledger as `mcpward ledger verify` would."""
     paths = EvidencePaths.resolve(state_dir)
@@ -271,6 +306,15 @@ DEFAULT_STEPS: list[Step] = [
     step_rug_pull_held,
     step_receipts_verified,
 ]
+
+
+def steps_for(*, keep: bool) -> list[Step]:
+    """The demo's steps; a kept run also leaves one hold open for the console (before the
+    receipts, so its held call is among them)."""
+    if not keep:
+        return list(DEFAULT_STEPS)
+    steps = [s for s in DEFAULT_STEPS if s is not step_receipts_verified]
+    return [*steps, step_hold_left_open, step_receipts_verified]
 
 
 def _title(step: Step) -> str:
@@ -323,7 +367,8 @@ async def run_walkthrough(
     status = 0
     try:
         with stderr_path.open("w", encoding="utf-8") as errlog:
-            status = await _drive(console, workdir, config_path, guards, mode, steps, errlog)
+            chosen = steps if steps is not None else steps_for(keep=keep)
+            status = await _drive(console, workdir, config_path, guards, mode, chosen, errlog)
     finally:
         if status != 0:
             tail = _tail(workdir / GATEWAY_LOG) or _tail(stderr_path)
@@ -345,8 +390,12 @@ def console_pointer(config_path: Path, *, kept: bool) -> Text:
     text = Text("See the holds, pins, receipts and ledger of this run in the browser:\n")
     config = shlex.quote(str(config_path))
     if not kept:  # this run's files are gone: a kept run prints its own directory
-        text.append("  mcpward demo --keep   (keeps the demo's state for the console)\n")
+        text.append(
+            "  mcpward demo --keep   (keeps the demo's state, with one hold left open for you)\n"
+        )
         config = f"DEMO_DIR/{config_path.name}"
+    else:
+        text.append(f"  mcpward holds --config {config}   (the hold left open)\n")
     text.append(
         f"  mcpward console --config {config}\n"
         "then open http://127.0.0.1:8932/ and sign in with the token whose file it names."
@@ -360,7 +409,7 @@ async def _drive(
     config_path: Path,
     guards: list[GuardSpec],
     mode: DemoMode,
-    steps: Sequence[Step] | None,
+    steps: Sequence[Step],
     errlog: TextIO,
 ) -> int:
     failures = 0
@@ -390,7 +439,7 @@ async def _drive(
             client=client,
         )
         console.print(f"[dim]connected: protocol {client.protocol_version}[/dim]", highlight=False)
-        for number, step in enumerate(steps if steps is not None else DEFAULT_STEPS, start=1):
+        for number, step in enumerate(steps, start=1):
             console.rule(f"[bold]{number}. {escape(_title(step))}", align="left")
             try:
                 await step(run)

@@ -16,7 +16,14 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from mcpward.contracts.consult.consult import SemanticConsult
 from mcpward.contracts.extract import ContractMap, contracts_of, item_name, snapshot_contracts
-from mcpward.contracts.gate import CONSULTING, UNLISTED, CheckResult, ConnectionView, Gate
+from mcpward.contracts.gate import (
+    CONSULTING,
+    UNLISTED,
+    CheckResult,
+    ConnectionView,
+    Gate,
+    Observation,
+)
 from mcpward.contracts.holds import (
     LISTED_REASONS,
     Commands,
@@ -43,9 +50,11 @@ from mcpward.pipeline.guard import Guard
 from mcpward.pipeline.phases import Phase
 from mcpward.pipeline.services import (
     CatalogView,
+    ClientNotice,
     GatewayServices,
     LiveContracts,
     UpstreamSnapshot,
+    no_clients,
 )
 from mcpward.pipeline.subject import Subject
 from mcpward.protocol.uri_template import template_regex
@@ -226,6 +235,7 @@ class RugPullGuard(Guard):
         self._evidence_cache: dict[tuple[Any, ...], dict[str, Any]] = {}
         self._consult: SemanticConsult | None = None
         self._scanner: ContentScanner | None = None
+        self._tell: ClientNotice = no_clients
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -258,6 +268,7 @@ class RugPullGuard(Guard):
             consult=self._consult,
         )
         self._catalog = services.catalog
+        self._tell = services.tell_clients
         services.catalog.subscribe(self._on_snapshot)
         for upstream in services.catalog.upstream_ids():
             snap = services.catalog.snapshot(upstream)
@@ -299,7 +310,19 @@ class RugPullGuard(Guard):
 
     def _observe_snapshot(self, snap: UpstreamSnapshot) -> None:
         contracts, complete = _snapshot_view(snap)
-        self._require().observe(snap.upstream, contracts, complete, snap.fetched_at)
+        self._announce(self._require().observe(snap.upstream, contracts, complete, snap.fetched_at))
+
+    def _announce(self, observed: Observation) -> None:
+        """Tell the clients of each new listed hold at once, with the sentence their next list
+        would bring (a session sends each sentence once): a hold made by the gateway's own
+        re-read, after list_changed or on its timer, reaches the person without a client list."""
+        if not self.opts.withhold_held:
+            return
+        gate = self._require()
+        for hold in observed.new_holds:
+            current = gate.held(hold.upstream, hold.kind).get(hold.name)
+            if current is hold and self._pinned_listing(hold, hold.new_contract) is not None:
+                self._tell(hold.upstream, hold_notice(hold, gate.commands))
 
     def _sync(self, upstream: str) -> UpstreamSnapshot | None:
         """Observe the catalog's snapshot if it is newer than what the gate has seen."""
@@ -338,6 +361,7 @@ class RugPullGuard(Guard):
             for name, c in contracts_of(kind, group).items()
         }
         observed = gate.observe(upstream, contracts, observed_at=time.monotonic())
+        self._announce(observed)  # the other sessions; this one hears it with its list
         if observed.consulting and self._consult is not None:
             # once per contract change, bounded by the deadline: held items stay out of the list
             await self._consult.wait()

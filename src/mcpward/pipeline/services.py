@@ -60,9 +60,16 @@ class LiveContracts(Protocol):
 
 
 SnapshotListener = Callable[[UpstreamSnapshot], Awaitable[None]]
+# (upstream id, sentence) -> queued for the person at every client session using that upstream
+# (a `notifications/message` warning, once per session); returns at once, never fails.
+ClientNotice = Callable[[str, str], None]
 # (allowed private addresses/CIDRs, timeout in seconds) -> an httpx.AsyncClient whose every
 # connection passes the gateway's egress filter. Guards never open sockets any other way.
 HttpClientFactory = Callable[[Sequence[str], float], Any]
+
+
+def no_clients(upstream: str, text: str) -> None:
+    """The notice sink of services assembled without sessions (unit use): nobody to tell."""
 
 
 def no_http_client(allow_private: Sequence[str], timeout: float) -> Any:
@@ -101,3 +108,6 @@ class GatewayServices:
     # upstreams tier 3 (`mcpward validate`) can observe: stdio ones, and HTTP ones marked owned
     sandboxable: frozenset[str] = field(default_factory=frozenset)
     console_url: str | None = None  # the review console's address, named in HOLD messages
+    # tells the clients of an upstream something outside any request of theirs (a HOLD made by
+    # the gateway's own re-read, say)
+    tell_clients: ClientNotice = no_clients

@@ -189,6 +189,7 @@ class Gateway:
                 u.id for u in loaded.config.upstreams if u.kind == "stdio" or u.owned
             ),
             console_url=loaded.config.gateway.console_url,
+            tell_clients=gateway.tell_clients,
         )
         for guard in gateway.pipeline.guards:
             try:
@@ -272,6 +273,12 @@ class Gateway:
     async def close_session(self, session: Session) -> None:
         self.sessions.discard(session)
         await session.close()
+
+    def tell_clients(self, upstream: str, text: str) -> None:
+        """Queue a sentence for the person at every session that uses this upstream."""
+        for session in list(self.sessions):
+            if upstream in session.links:
+                session.tell(text)
 
     async def _relist_forever(self) -> None:
         """Re-read every upstream on a timer: catches a server that changes without telling."""

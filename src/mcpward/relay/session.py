@@ -372,6 +372,11 @@ class Session:
             None,
         )
 
+    def tell(self, text: str) -> None:
+        """`_notice` from outside any request of this client (sent soon, in the background)."""
+        if not self._closed:
+            self._spawn(self._notice(text))
+
     async def _notice(self, text: str) -> None:
         """A guard's sentence for the person (a HOLD made, say), as a `notifications/message`
         warning a client can show; each sentence once per session, handshake era only (a
