@@ -6,6 +6,8 @@ A surface is a front, a protocol era and a number of aggregated upstreams. A con
 stdio, a gateway process (`mcpward run`) over one config and state_dir; on HTTP, a handshake-era
 session (one token, a new Mcp-Session-Id) or, for 2026-07-28, one client token's stream of
 stateless requests (one pooled relay session per token, so a new connection is a new token).
+A connection declares client capabilities when it opens (in its `initialize`, or in every
+2026-07-28 request's _meta): none, or `roots` (the drift_server then lists one more tool).
 """
 
 from __future__ import annotations
@@ -25,6 +27,8 @@ from typing import Any, Protocol
 import httpx
 from hypothesis import HealthCheck, Phase, settings
 
+from mcpward.contracts.store import UpstreamPins
+from mcpward.store.pins_sqlite import DB_NAME, SqlitePinStore
 from mcpward.testing.rawpeer import RawPeer
 from tests.http.gateway_harness import gateway_front, token_entry
 from tests.support.gateway import gateway_argv, write_gateway_config
@@ -63,11 +67,24 @@ def served_json(kind: str, result: dict[str, Any]) -> dict[str, Any]:
 HTTP_HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
 LEGACY_VERSION = "2025-11-25"
 MODERN_VERSION = "2026-07-28"
-MODERN_META = {
-    "io.modelcontextprotocol/protocolVersion": MODERN_VERSION,
-    "io.modelcontextprotocol/clientCapabilities": {},
-    "io.modelcontextprotocol/clientInfo": {"name": "drift-matrix", "version": "1"},
-}
+ROOTS_CAPABILITIES = {"roots": {"listChanged": True}}
+
+
+def client_capabilities(roots: bool) -> dict[str, Any]:
+    """What a connection declares: `roots` (the drift_server lists its roots-only tool) or none."""
+    return dict(ROOTS_CAPABILITIES) if roots else {}
+
+
+def modern_meta(capabilities: dict[str, Any]) -> dict[str, Any]:
+    """The _meta every 2026-07-28 request of a connection carries."""
+    return {
+        "io.modelcontextprotocol/protocolVersion": MODERN_VERSION,
+        "io.modelcontextprotocol/clientCapabilities": capabilities,
+        "io.modelcontextprotocol/clientInfo": {"name": "drift-matrix", "version": "1"},
+    }
+
+
+MODERN_META = modern_meta({})  # a 2026-07-28 client that declares no capabilities
 
 
 # ---- the surfaces ------------------------------------------------------------------------------
@@ -129,12 +146,18 @@ class Upstream:
     uri: str
     prefixed: bool
     version: int = 0
+    roots_version: int = 0  # the contract of its roots-only tool (drifts on its own)
     hidden_items: bool = False
 
     @property
     def drifted(self) -> bool:
         """Has its control moved off version 0 (the one every example starts with)?"""
         return self.version != 0
+
+    @property
+    def state_dir(self) -> Path:
+        """The state_dir of the gateway in front of it (both fronts put it there)."""
+        return self.directory / "state"
 
     @property
     def control(self) -> Path:
@@ -163,7 +186,11 @@ class Upstream:
 
     def write_control(self) -> None:
         tmp = self.control.with_suffix(".tmp")
-        data = {"version": self.version, "annotations": self.annotations}
+        data = {
+            "version": self.version,
+            "annotations": self.annotations,
+            "roots_version": self.roots_version,
+        }
         tmp.write_text(json.dumps(data), encoding="utf-8")
         tmp.replace(self.control)
 
@@ -181,10 +208,24 @@ class Upstream:
     def started(self) -> list[int]:
         return [e["pid"] for e in jsonl(self.events) if e["event"] == "start"]
 
-    def switched(self, version: int) -> set[int]:
+    def switched(self, version: int, roots_version: int) -> set[int]:
+        """The processes that switched live to `version` and `roots_version`."""
         return {
-            e["pid"] for e in jsonl(self.events) if e["event"] == "switch" and e["to"] == version
+            e["pid"]
+            for e in jsonl(self.events)
+            if e["event"] == "switch" and (e["to"], e["roots_version"]) == (version, roots_version)
         }
+
+    def pin_store(self) -> UpstreamPins:
+        """Its pins and holds as the gateway's pin store records them now (none before the
+        gateway made the store)."""
+        if not (self.state_dir / DB_NAME).exists():
+            return UpstreamPins(self.id)
+        store = SqlitePinStore(self.state_dir)
+        try:
+            return store.load(self.id)
+        finally:
+            store.close()
 
     def live_pids(self) -> list[int]:
         return [pid for pid in self.started() if alive(pid)]
@@ -214,10 +255,12 @@ def upstreams_for(
 
 class Conn:
     """One client connection to the gateway: a stdio gateway process, an HTTP session, or (for
-    2026-07-28) one client token's stream of stateless requests."""
+    2026-07-28) one client token's stream of stateless requests. `roots`: it declared the
+    `roots` client capability."""
 
     label = "?"
     listed: set[str]
+    roots = False
 
     async def request(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
         raise NotImplementedError
@@ -230,19 +273,20 @@ class Conn:
 
 
 class StdioConn(Conn):
-    def __init__(self, peer: RawPeer, label: str) -> None:
+    def __init__(self, peer: RawPeer, label: str, roots: bool) -> None:
         self.peer = peer
         self.label = label
+        self.roots = roots
         self.listed = set()
         self.list_changed = 0
 
     @classmethod
-    async def open(cls, config: Path, label: str, initialized: bool) -> StdioConn:
+    async def open(cls, config: Path, label: str, initialized: bool, roots: bool) -> StdioConn:
         peer = await RawPeer.spawn(gateway_argv(config), env=dict(os.environ))
-        conn = cls(peer, label)
+        conn = cls(peer, label, roots)
         params = {
             "protocolVersion": LEGACY_VERSION,
-            "capabilities": {},
+            "capabilities": client_capabilities(roots),
             "clientInfo": {"name": "drift-matrix", "version": "1"},
         }
         reply = await asyncio.wait_for(peer.request("initialize", params), TIMEOUT_S)
@@ -277,12 +321,16 @@ def _messages(text: str) -> list[dict[str, Any]]:
 
 
 class HttpConn(Conn):
-    def __init__(self, http: httpx.AsyncClient, url: str, token: str, modern: bool, label: str):
+    def __init__(
+        self, http: httpx.AsyncClient, url: str, token: str, modern: bool, label: str, roots: bool
+    ):
         self.http = http
         self.url = url
         self.token = token
         self.modern = modern
         self.label = label
+        self.roots = roots
+        self.meta = modern_meta(client_capabilities(roots))
         self.listed = set()
         self.session_id: str | None = None
         self.ids = itertools.count(1)
@@ -305,8 +353,9 @@ class HttpConn(Conn):
         modern: bool,
         label: str,
         initialized: bool,
+        roots: bool,
     ) -> HttpConn:
-        conn = cls(http, url, token, modern, label)
+        conn = cls(http, url, token, modern, label, roots)
         if modern:
             return conn  # stateless: the first request opens the pooled relay session
         body = {
@@ -315,7 +364,7 @@ class HttpConn(Conn):
             "method": "initialize",
             "params": {
                 "protocolVersion": LEGACY_VERSION,
-                "capabilities": {},
+                "capabilities": client_capabilities(roots),
                 "clientInfo": {"name": "drift-matrix", "version": "1"},
             },
         }
@@ -332,7 +381,7 @@ class HttpConn(Conn):
         request_id = next(self.ids)
         headers = self.headers()
         if self.modern:
-            params = {**params, "_meta": MODERN_META}
+            params = {**params, "_meta": self.meta}
             headers["Mcp-Method"] = method
             name = params.get("uri") if method == "resources/read" else params.get("name")
             if isinstance(name, str):
@@ -350,7 +399,7 @@ class HttpConn(Conn):
             assert response.status_code in (200, 404), response.text
 
 
-Opener = Callable[[str, bool], Awaitable[Conn]]
+Opener = Callable[[str, bool, bool], Awaitable[Conn]]  # (label, initialized, roots)
 
 
 @dataclass
@@ -365,9 +414,10 @@ class Connections:
 
     async def apply(self, op: Any) -> bool:
         """Carry out a step that opens or closes a connection (`op.name` "open" or "close",
-        `op.conn` picks one to close modulo how many are open); False for any other step."""
+        `op.conn` picks one to close modulo how many are open, `op.roots` if the op has it:
+        the new connection declares `roots`); False for any other step."""
         if op.name == "open":
-            await self.open(op.initialized)
+            await self.open(op.initialized, getattr(op, "roots", False))
         elif op.name == "close":
             if self.conns:
                 await self.close(self.conns[op.conn % len(self.conns)])
@@ -375,12 +425,12 @@ class Connections:
             return False
         return True
 
-    async def open(self, initialized: bool = True) -> Conn:
+    async def open(self, initialized: bool = True, roots: bool = False) -> Conn:
         while len(self.conns) >= self.surface.max_open:
             await self.close(self.conns[0])
-        label = f"c{self.opened}"
+        label = f"c{self.opened}{'+roots' if roots else ''}"
         self.opened += 1
-        conn = await self.opener(label, initialized)
+        conn = await self.opener(label, initialized, roots)
         self.conns.append(conn)
         return conn
 
@@ -412,8 +462,8 @@ async def gateway_connections(
     if surface.front == "stdio":
         config = write_gateway_config(directory, specs, guards=guards)
 
-        async def open_stdio(label: str, initialized: bool) -> Conn:
-            return await StdioConn.open(config, label, initialized)
+        async def open_stdio(label: str, initialized: bool, roots: bool) -> Conn:
+            return await StdioConn.open(config, label, initialized, roots)
 
         pool = Connections(surface, open_stdio)
         try:
@@ -429,10 +479,10 @@ async def gateway_connections(
     ):
         modern = surface.era == "modern"
 
-        async def open_http(label: str, initialized: bool) -> Conn:
+        async def open_http(label: str, initialized: bool, roots: bool) -> Conn:
             # legacy: one token, a new Mcp-Session-Id per connection; modern: a new token
             token = next(tokens) if modern else TOKENS[0]
-            return await HttpConn.open(http, url, token, modern, label, initialized)
+            return await HttpConn.open(http, url, token, modern, label, initialized, roots)
 
         pool = Connections(surface, open_http)
         try:

@@ -16,6 +16,14 @@ fail-closed on an unchanged contract), except -32011 or contract_unverifiable wi
 CRASH_WINDOW_S of killing its process (a call racing a crash may find the upstream down or
 restarting). A resource may be read before anything was listed, with several upstreams too.
 
+Lists that depend on the client (issue #26 item 6): a connection opens declaring the `roots`
+client capability or not, and the fixture lists its tool `workspace_roots` only to the former.
+After every step the pin store holds no `*-removed` hold and no hold of an item whose contract
+never changed (strict alone may hold the roots-only tool for review when it is first seen after
+the tools were pinned: a new item); the roots-only tool reaches the upstream only under the
+contract pinned for it; a connection without `roots` calling it is answered -32602 (never a
+HOLD); a connection with `roots` calling it while it is unchanged succeeds.
+
 Shrinking is off (slow on a gateway): MCPWARD_DRIFT_SHRINK=1 turns it on, MCPWARD_DRIFT_EXAMPLES=N
 generates N programs per posture and annotation instead of 3.
 Run: .venv/bin/pytest -q tests/contracts/test_drift_gate_matrix.py
@@ -38,6 +46,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from mcpward.contracts.model import HoldRecord, ItemKind
 from tests.contracts.matrix_harness import (
     CALL_METHODS,
     DENIED,
@@ -59,6 +68,7 @@ from tests.contracts.matrix_harness import (
     until,
     upstreams_for,
 )
+from tests.fixtures.drift_server import ROOTS_TOOL, roots_version_of
 
 PHASES = [
     "tools_list",
@@ -74,6 +84,8 @@ MODES = ("startup", "live")
 PINNED = 0  # the version every example pins first (its baseline steps run before any drift)
 LIVE_SETTLE_S = 0.2  # after a live upstream announced list_changed: time for the gateway's re-read
 CRASH_WINDOW_S = 2.0  # after killing an upstream, a call may find it down (-32011)
+ROOTS = "roots"  # the kind of a step calling the roots-only tool (a tools/call)
+INVALID_PARAMS = -32602  # how MCP answers a call to a tool the connection is not served
 _examples = itertools.count()
 
 
@@ -96,19 +108,22 @@ def rug_pull(posture: str, **options: Any) -> dict[str, Any]:
 
 @dataclass(frozen=True)
 class Op:
-    """One step. `conn` picks an open connection (modulo how many are open; one is opened when
-    none is); `upstream` picks an upstream (modulo their number)."""
+    """One step. `conn` picks an open connection (modulo how many are open, so -1 is the newest;
+    one is opened when none is); `upstream` picks an upstream (modulo their number); `roots`: an
+    opened connection declares the `roots` client capability."""
 
     name: str
     conn: int = 0
     kind: str = "tool"
     upstream: int = 0
     initialized: bool = True
+    roots: bool = False
 
     def __repr__(self) -> str:
         if self.name == "open":
-            return "open" if self.initialized else "open(no initialized)"
-        if self.name in ("drift", "restart", "crash"):
+            flags = [*(["roots"] if self.roots else []), *([] if self.initialized else ["no init"])]
+            return f"open({', '.join(flags)})" if flags else "open"
+        if self.name in ("drift", "drift_roots", "restart", "crash"):
             return f"{self.name}(u{self.upstream})"
         if self.name == "close":
             return f"close(#{self.conn})"
@@ -123,9 +138,10 @@ class Outcome:
     conn: str
     kind: str
     upstream: str
-    drifted: bool  # had this upstream's contract changed (in the control file) at the time?
+    drifted: bool  # had this item's contract changed (in the control file) at the time?
     listed: bool  # had this connection listed this kind before the call?
     after_crash: bool  # sent within CRASH_WINDOW_S of killing this upstream's processes
+    offered: bool  # is the item served to this connection (the roots-only tool: with `roots`)?
     served: int | None = None  # the contract version the upstream answered under, on success
     code: int | None = None  # the error code, on failure
     error: dict[str, Any] | None = None
@@ -147,23 +163,28 @@ class World:
 
     async def call(self, conn: Conn, kind: str, up: Upstream) -> Outcome:
         memo = f"s{self.step}-{conn.label}-{kind}-{time.monotonic_ns()}"
-        params = call_params(kind, up.name(kind), memo)
+        roots_tool = kind == ROOTS
+        item_kind = "tool" if roots_tool else kind
+        params = call_params(
+            item_kind, up.name(item_kind, ROOTS_TOOL if roots_tool else None), memo
+        )
         crashed = time.monotonic() - self.crashed_at.get(up.id, -1e9) < CRASH_WINDOW_S
         outcome = Outcome(
             step=self.step,
             conn=conn.label,
             kind=kind,
             upstream=up.id,
-            drifted=up.drifted,
-            listed=kind in conn.listed,
+            drifted=up.roots_version != PINNED if roots_tool else up.drifted,
+            listed=item_kind in conn.listed,
             after_crash=crashed,
+            offered=conn.roots or not roots_tool,
         )
-        reply = await conn.request(CALL_METHODS[kind], params)
+        reply = await conn.request(CALL_METHODS[item_kind], params)
         if "error" in reply:
             outcome.error = reply["error"]
             outcome.code = reply["error"].get("code")
         else:
-            outcome.served = served_json(kind, reply["result"])["version_served"]
+            outcome.served = served_json(item_kind, reply["result"])["version_served"]
         self.outcomes.append(outcome)
         shown = outcome.served if outcome.code is None else f"error {outcome.code}"
         self.trace.append(f"    {conn.label} {kind} -> {up.id}: {shown}")
@@ -180,16 +201,22 @@ class World:
 
     # -- the upstream side --------------------------------------------------------------------
 
-    async def drift(self, up: Upstream) -> None:
+    async def drift(self, up: Upstream, roots_only: bool = False) -> None:
+        """The upstream's contract changes: its three items, or (`roots_only`) its roots tool."""
         seen = {id(c): c.drain_list_changed() for c in self.pool.conns}
-        up.version += 1
+        if roots_only:
+            up.roots_version += 1
+        else:
+            up.version += 1
         up.write_control()
         if self.mode != "live":
             return  # startup mode: only processes started from now on serve the new contract
         pids = up.live_pids()
         await until(
-            lambda: all(p in up.switched(up.version) or not alive(p) for p in pids),
-            f"live upstream {up.id} never switched to v{up.version}",
+            lambda: all(
+                p in up.switched(up.version, up.roots_version) or not alive(p) for p in pids
+            ),
+            f"live upstream {up.id} never switched to v{up.version}/r{up.roots_version}",
         )
         if self.surface.front == "stdio":
             try:
@@ -230,29 +257,52 @@ class World:
             *self.trace,
         ]
         for up in self.upstreams:
-            lines.append(f"upstream {up.id} (v{up.version}) received: {up.calls()}")
+            lines.append(f"upstream {up.id} (v{up.version} r{up.roots_version}) received:")
+            lines.append(f"  {up.calls()}")
         return "\n".join(lines)
 
     def check(self) -> None:
         enforcing = self.posture != "monitor"
+        roots_pins: dict[str, int | None] = {}
         for up in self.upstreams:
-            bad = [line for line in up.calls() if line["version_served"] != PINNED]
+            stored = up.pin_store()
+            self.check_holds(up, list(stored.holds.values()))
+            pin = stored.pins.get((ItemKind.TOOL, ROOTS_TOOL))
+            roots_pins[up.id] = None if pin is None else roots_version_of(pin.contract)
+            expected = {ROOTS_TOOL: roots_pins[up.id]}
+            bad = [c for c in up.calls() if c["version_served"] != expected.get(c["name"], PINNED)]
             if enforcing and bad:
                 raise AssertionError(
-                    self.explain(f"upstream {up.id} received calls under a drifted contract: {bad}")
+                    self.explain(
+                        f"upstream {up.id} received calls under a contract other than the pinned "
+                        f"one (roots-only tool pinned at {roots_pins[up.id]}): {bad}"
+                    )
                 )
         for o in self.outcomes:
             where = f"step {o.step}: {o.kind} on {o.conn} to {o.upstream}"
+            data = (o.error or {}).get("data")
+            data = data if isinstance(data, dict) else {}
             if o.code == HOLD:
-                assert o.error is not None and o.error.get("data", {}).get("guard") == "rug_pull", (
-                    self.explain(f"{where}: a -32010 not from rug_pull: {o.error}")
+                assert data.get("guard") == "rug_pull", self.explain(
+                    f"{where}: a -32010 not from rug_pull: {o.error}"
                 )
+            if not o.offered:
+                # the roots-only tool on a connection that did not declare `roots`: unknown there
+                if o.after_crash and (o.code == UNAVAILABLE or self.unverifiable(o)):
+                    continue
+                assert o.code == INVALID_PARAMS, self.explain(
+                    f"{where}: a tool the connection is not served answered {o.error or o.served}"
+                )
+                continue
             if o.code is None:
+                pinned = roots_pins[o.upstream] if o.kind == ROOTS else PINNED
                 if enforcing:
-                    assert o.served == PINNED, self.explain(f"{where}: served under v{o.served}")
+                    assert o.served == pinned, self.explain(f"{where}: served under v{o.served}")
                 continue
             if o.after_crash and (o.code == UNAVAILABLE or self.unverifiable(o)):
                 continue  # a call racing a crash may find the upstream down: not a bypass
+            if self.reviewed_as_new(o.kind == ROOTS, data.get("code") == "new_item_review"):
+                continue
             if not o.drifted:
                 raise AssertionError(
                     self.explain(f"{where}: failed on an unchanged contract: {o.error}")
@@ -262,6 +312,25 @@ class World:
             assert o.code in (HOLD, UNAVAILABLE, DENIED), self.explain(
                 f"{where}: a drifted call refused with an unexpected error: {o.error}"
             )
+
+    def reviewed_as_new(self, roots_tool: bool, new: bool) -> bool:
+        """Is this a hold of the roots-only tool as a new item? Strict reviews an item first seen
+        after its kind was pinned (new_items: review), and the roots-only tool is one when no
+        connection with `roots` showed it before the tools were pinned."""
+        return roots_tool and new and self.posture == "strict"
+
+    def check_holds(self, up: Upstream, holds: list[HoldRecord]) -> None:
+        """No item is held for being absent from a list (a list may vary with the client), and
+        none whose contract never changed."""
+        for hold in holds:
+            where = f"upstream {up.id}: a '{hold.reason}' hold of {hold.kind.value} {hold.name}"
+            assert hold.reason != "removed", self.explain(f"{where} {hold.change_kinds}")
+            roots_tool = hold.name == ROOTS_TOOL
+            if (up.roots_version if roots_tool else up.version) != PINNED:
+                continue
+            if self.reviewed_as_new(roots_tool, hold.reason == "new"):
+                continue
+            raise AssertionError(self.explain(f"{where}, whose contract never changed"))
 
     @staticmethod
     def unverifiable(o: Outcome) -> bool:
@@ -287,8 +356,8 @@ class World:
             await asyncio.gather(
                 *(self.call(conn, kind, u) for u in self.upstreams for kind in KINDS for _ in "xy")
             )
-        elif op.name == "drift":
-            await self.drift(up)
+        elif op.name in ("drift", "drift_roots"):
+            await self.drift(up, roots_only=op.name == "drift_roots")
         elif op.name in ("restart", "crash"):
             await self.restart(up, wait=op.name == "restart")
         else:
@@ -318,15 +387,27 @@ _conn = st.integers(0, 3)
 _up = st.integers(0, 1)
 _kind = st.sampled_from(KINDS)
 OPS = st.one_of(
-    st.builds(Op, st.just("open"), initialized=st.booleans()),
+    st.builds(Op, st.just("open"), initialized=st.booleans(), roots=st.booleans()),
     st.builds(Op, st.just("close"), conn=_conn),
     st.builds(Op, st.just("list"), conn=_conn, kind=_kind),
     st.builds(Op, st.just("call"), conn=_conn, kind=_kind, upstream=_up),
     st.builds(Op, st.just("call"), conn=_conn, kind=_kind, upstream=_up),
+    st.builds(Op, st.just("call"), conn=_conn, kind=st.just(ROOTS), upstream=_up),
     st.builds(Op, st.just("drift"), upstream=_up),
+    st.builds(Op, st.just("drift_roots"), upstream=_up),
     st.builds(Op, st.just("restart"), upstream=_up),
     st.builds(Op, st.just("crash"), upstream=_up),
     st.builds(Op, st.just("burst"), initialized=st.booleans()),
+)
+# Connections with and without `roots` in any order, lists and calls on each (issue #26 item 6)
+CAPABILITY_OPS = st.one_of(
+    st.builds(Op, st.just("open"), roots=st.just(True)),
+    st.builds(Op, st.just("open"), roots=st.just(False)),
+    st.builds(Op, st.just("close"), conn=_conn),
+    st.builds(Op, st.just("list"), conn=_conn, kind=st.just("tool")),
+    st.builds(Op, st.just("call"), conn=_conn, kind=_kind, upstream=_up),
+    st.builds(Op, st.just("call"), conn=_conn, kind=st.just(ROOTS), upstream=_up),
+    st.builds(Op, st.just("call"), conn=_conn, kind=st.just(ROOTS), upstream=_up),
 )
 # Every kind of every upstream is pinned at version 0 before the generated part can drift it:
 # the first connection lists all three kinds (a list pins the kind it shows, for every upstream),
@@ -342,11 +423,16 @@ BASELINE = st.one_of(
 
 @st.composite
 def programs(draw: st.DrawFn) -> list[Op]:
-    """A baseline, then up to 7 generated steps; three programs in four contain a drift."""
-    body = draw(st.lists(OPS, min_size=1, max_size=6))
+    """A first connection (with or without `roots`) and its baseline, then up to 7 generated
+    steps: every kind of step, or (one program in two) connections with and without `roots`
+    and their lists and calls. Three programs in four contain a drift: of the three items, or
+    (in the second kind of program) of the roots-only tool."""
+    capabilities = draw(st.booleans())
+    body = draw(st.lists(CAPABILITY_OPS if capabilities else OPS, min_size=1, max_size=6))
     if draw(st.sampled_from([True, True, True, False])):
-        body.insert(draw(st.integers(0, len(body))), Op("drift", upstream=draw(_up)))
-    return [Op("open"), *draw(BASELINE), *body]
+        drift = "drift_roots" if capabilities else "drift"
+        body.insert(draw(st.integers(0, len(body))), Op(drift, upstream=draw(_up)))
+    return [Op("open", roots=draw(st.booleans())), *draw(BASELINE), *body]
 
 
 def _run(
@@ -385,9 +471,10 @@ def test_generated_message_orders(
     ttl: int | None,
     program: list[Op],
 ) -> None:
-    """Generated orders of open/close/list/call/burst/drift/restart/crash on a generated surface
-    and contract mode, with the default re-validation TTL or revalidate_ttl_s: 0; the invariants
-    are checked after every step (World.check)."""
+    """Generated orders of open (with or without `roots`)/close/list/call/burst/drift (of the
+    three items or of the roots-only tool)/restart/crash on a generated surface and contract
+    mode, with the default re-validation TTL or revalidate_ttl_s: 0; the invariants are checked
+    after every step (World.check)."""
     options = {} if ttl is None else {"revalidate_ttl_s": ttl}
     _run(tmp_path, surface, posture, annotations, mode, program, **options)
 
@@ -468,6 +555,113 @@ def test_message_orders_of_issue_11(tmp_path: Path, scenario: str, surface: str)
         _run(tmp_path, surface, "guard", "write", mode, program, revalidate_ttl_s=0)
     else:
         _run(tmp_path, surface, "guard", "readonly", mode, program)
+
+
+# ---- lists that depend on the client's declared capabilities (issue #26 item 6) ---------------
+
+NEWEST = -1  # Op.conn of the connection opened last
+
+
+def _capability_scenario(name: str, upstreams: int) -> list[Op]:
+    """A named order of connections with and without `roots` (the fixture lists its roots-only
+    tool to the former), for a surface with `upstreams` upstreams."""
+    ups = range(upstreams)
+
+    def calls(conn: int, kind: str) -> list[Op]:
+        return [Op("call", conn=conn, kind=kind, upstream=u) for u in ups]
+
+    if name == "roots-client-pins-plain-client-lists-roots-client-calls":
+        # the roots client's list pins the roots-only tool; a plain client's list lacks it (not a
+        # removal); the roots client, then a new one before listing, call it: it passes silently
+        plain = [Op("open"), Op("list", conn=1), *calls(1, "tool"), *calls(1, ROOTS)]
+        again = [*calls(0, ROOTS), Op("open", roots=True), *calls(NEWEST, ROOTS)]
+        return [Op("open", roots=True), Op("list"), *plain, *again]
+    if name == "plain-client-pins-roots-client-lists-and-calls":
+        # the tools are pinned without the roots-only tool; it appears to a roots client (a new
+        # tool, pinned on first use under guard) and stays absent from the plain client's lists
+        pin = [Op("open"), *(Op("list", kind=k) for k in KINDS)]
+        roots = [Op("open", roots=True), *calls(1, ROOTS), Op("list", conn=1), Op("list", conn=0)]
+        return [*pin, *roots, *calls(0, "tool"), *calls(1, ROOTS)]
+    if name == "roots-tool-drifts-while-only-plain-clients-connected":
+        # pinned by a roots client that then leaves; it drifts while only a plain client is
+        # connected (its lists never show it); a new roots client calls it: held (-32010)
+        pin = [Op("open", roots=True), Op("list"), Op("open"), Op("close", conn=0)]
+        drift = [*(Op("drift_roots", upstream=u) for u in ups), Op("list"), *calls(0, "tool")]
+        return [*pin, *drift, Op("open", roots=True), *calls(NEWEST, ROOTS)]
+    raise AssertionError(name)
+
+
+CAPABILITY_SCENARIOS = [
+    "roots-client-pins-plain-client-lists-roots-client-calls",
+    "plain-client-pins-roots-client-lists-and-calls",
+    "roots-tool-drifts-while-only-plain-clients-connected",
+]
+
+
+# To keep the file's time about what it was (the generated orders cover every order on every
+# surface): the first order on every surface (on stdio, two desktop clients sharing a state_dir);
+# the drifted one not on stdio (a gateway process per connection, ~1 s each; a new process's
+# first call against the store's pin is "new-connection-call-before-list-stdio"); the
+# plain-first one on one surface per era.
+CAPABILITY_CASES = [
+    pytest.param(scenario, surface, id=f"{scenario}-{surface}")
+    for scenario, surfaces in (
+        (CAPABILITY_SCENARIOS[0], list(SURFACES)),
+        (CAPABILITY_SCENARIOS[1], ["http-legacy-x2", "http-modern"]),
+        (CAPABILITY_SCENARIOS[2], [s for s in SURFACES if s != "stdio"]),
+    )
+    for surface in surfaces
+]
+
+
+def _roots_calls(w: World) -> list[Outcome]:
+    return [o for o in w.outcomes if o.kind == ROOTS and o.offered]
+
+
+@pytest.mark.parametrize(("scenario", "surface"), CAPABILITY_CASES)
+def test_lists_that_depend_on_the_client(tmp_path: Path, scenario: str, surface: str) -> None:
+    """Guard, contracts read at start-up, World.check after every step (no hold but of a
+    changed contract, none for an absence). Unchanged: every call of the roots-only tool by a
+    client with `roots` succeeds under the pinned contract. Drifted: the new roots client's
+    calls are held with -32010 contract_drift and never reach the upstream."""
+    program = _capability_scenario(scenario, SURFACES[surface].upstreams)
+
+    async def go() -> None:
+        async with world(tmp_path / "w", SURFACES[surface], "guard", "readonly", "startup") as w:
+            await w.run(program)
+            calls = _roots_calls(w)
+            assert calls, w.explain("no call of the roots-only tool")
+            if "drifts" in scenario:
+                for o in calls:
+                    assert o.code == HOLD and o.error is not None, w.explain(f"not held: {o}")
+                    assert o.error["data"]["code"] == "contract_drift", w.explain(str(o.error))
+            else:
+                assert all(o.code is None for o in calls), w.explain("a call failed")
+                holds = [h for up in w.upstreams for h in up.pin_store().holds.values()]
+                assert not holds, w.explain(f"holds: {holds}")
+
+    asyncio.run(go())
+
+
+def test_monitor_records_a_drifted_roots_only_tool(tmp_path: Path) -> None:
+    """The drifted order under monitor, two upstreams aggregated for a 2026-07-28 client: the
+    roots-only tool's calls pass and reach the upstream under the new contract, and the pin
+    store records each drift as a hold it does not enforce."""
+    surface = "http-modern-x2"
+    program = _capability_scenario(
+        "roots-tool-drifts-while-only-plain-clients-connected", SURFACES[surface].upstreams
+    )
+
+    async def go() -> None:
+        async with world(tmp_path / "w", SURFACES[surface], "monitor", "readonly", "startup") as w:
+            await w.run(program)
+            calls = _roots_calls(w)
+            assert calls and all(o.served == PINNED + 1 for o in calls), w.explain("not passed")
+            for up in w.upstreams:
+                hold = up.pin_store().holds.get((ItemKind.TOOL, ROOTS_TOOL))
+                assert hold is not None and not hold.enforced, w.explain(f"{up.id}: {hold}")
+
+    asyncio.run(go())
 
 
 # ---- several first calls at once on a fresh connection -----------------------------------------

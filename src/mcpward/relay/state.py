@@ -19,6 +19,7 @@ from mcpward.protocol.eras import (
 from mcpward.protocol.jsonrpc import Message, RequestId
 from mcpward.relay.links import UpstreamLink
 from mcpward.relay.shared import SessionServices
+from mcpward.relay.unrelayed import without_tasks
 
 
 class SessionState:
@@ -50,11 +51,15 @@ class SessionState:
         return era
 
     def own_params(self, params: dict[str, Any] | None = None) -> dict[str, Any] | None:
-        """Params for the gateway's own upstream requests, with era-correct _meta."""
+        """Params for the gateway's own upstream requests (its full read of a connection's lists),
+        with era-correct _meta. A 2026-07-28 request declares the client's capabilities (without
+        tasks), as a handshake did for the connection: a server may list items only to clients
+        that declare one (`roots`), and the read is what this session's client is served."""
         if self.era is not Era.MODERN:
             return params
         out = dict(params or {})
-        out["_meta"] = {META_PROTOCOL_VERSION: self.modern_version, META_CLIENT_CAPABILITIES: {}}
+        caps = without_tasks(self.client_caps)
+        out["_meta"] = {META_PROTOCOL_VERSION: self.modern_version, META_CLIENT_CAPABILITIES: caps}
         return out
 
     def ctx(
