@@ -127,6 +127,9 @@ def read_texts(texts: Iterable[str], own_name: str = "", concepts: Iterable[str]
 
 _SENTENCE = re.compile(r"(?<=[.!?;。！？；])\s+|[\n\r]+|(?<=[。！？；])")
 MAX_UNITS = 256  # sentences read per item; the rest are read as one
+# A "sentence" longer than this (an enumeration, a list of categories) is read in pieces: the
+# scorer adds word weights up, and a few hundred ordinary words would add up to a verdict.
+MAX_UNIT_CHARS = 300
 
 
 def split_units(texts: Iterable[str]) -> list[str]:
@@ -135,7 +138,14 @@ def split_units(texts: Iterable[str]) -> list[str]:
     an item scores as its worst sentence; a long honest text does not add up to a verdict."""
     units: list[str] = []
     for text in texts:
-        units += [u for u in _SENTENCE.split(text) if u.strip()]
+        for unit in _SENTENCE.split(text):
+            while len(unit) > MAX_UNIT_CHARS:  # a list without full stops: read in pieces
+                cut = unit.rfind(" ", MAX_UNIT_CHARS // 2, MAX_UNIT_CHARS)
+                cut = cut if cut > 0 else MAX_UNIT_CHARS
+                units.append(unit[:cut])
+                unit = unit[cut:]
+            if unit.strip():
+                units.append(unit)
     if len(units) > MAX_UNITS:
         units[MAX_UNITS - 1 :] = [" ".join(units[MAX_UNITS - 1 :])]
     return units
