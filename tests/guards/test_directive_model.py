@@ -157,3 +157,15 @@ def test_shadowing_needs_a_mention_and_a_directive(toy_models: None) -> None:
     assert found("Forecasts. With fx__send_email, zzhostile the recipients.")
     assert not found("Forecasts. The result can be passed to fx__send_email.")
     assert not found("Forecasts. Please zzhostile the recipients.")  # no other tool named
+
+
+def test_a_relisted_definition_is_judged_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The guard is pure: the same content gets the kept verdict, whatever object carries it."""
+    guard = poisoning()
+    scans: list[Any] = []
+    real = guard._scan
+    monkeypatch.setattr(guard, "_scan", lambda item: scans.append(item) or real(item))
+    first = guard.judge(tool("Keeps notes for the user."))
+    again = guard.judge(tool("Keeps notes for the user."))  # a new dict, same content
+    other = guard.judge(tool("Keeps short notes."))
+    assert again is first and other is not first and len(scans) == 2

@@ -6,6 +6,7 @@ leaving it out of the list alone would not stop a client that knows the name.
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Literal
@@ -68,6 +69,8 @@ class ToolPoisoningOptions(BaseModel):
 
 CONSULT_FINDING = Finding("consult", "tier2-hold", "$", 0, 0, 0.0)
 LEARNED = "learned-directive"
+VERDICT_CACHE = 2048  # definitions whose verdict a guard keeps, by content (then it starts over)
+VERDICT_KEY_MAX = 64 * 1024  # a larger definition is judged every time it is listed
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,6 +131,7 @@ class ToolPoisoningGuard(Guard):
         self.first_sight: FirstSightConsult | None = None
         self.learned = LEARNED not in options.disabled_families
         self._model: DirectiveModel | None = None
+        self._verdicts: dict[str, ItemVerdict] = {}
 
     async def attach(self, services: GatewayServices) -> None:
         settings = services.consult
@@ -168,6 +172,32 @@ class ToolPoisoningGuard(Guard):
         return model.score_definition(item, findings), model
 
     def judge(self, item: Any) -> ItemVerdict:
+        """The item's verdict: the rules and the learned scorer, kept per content (a server
+        lists the same definitions again and again; the guard is pure), then the tier-2
+        answer for a borderline item, which may come later."""
+        verdict = self._cached(item)
+        if self.first_sight is not None and self.borderline(verdict):
+            answer = self.first_sight.verdict(item)  # escalate-only: HOLD drops, else as is
+            if answer is not None and answer.escalates:
+                return replace(verdict, flagged=True, findings=[*verdict.findings, CONSULT_FINDING])
+        return verdict
+
+    def _cached(self, item: Any) -> ItemVerdict:
+        try:
+            key = json.dumps(item, sort_keys=True, ensure_ascii=False)
+        except (TypeError, ValueError):
+            return self._scan(item)  # not JSON: judged every time
+        if len(key) > VERDICT_KEY_MAX:
+            return self._scan(item)
+        verdict = self._verdicts.get(key)
+        if verdict is None:
+            verdict = self._scan(item)
+            if len(self._verdicts) >= VERDICT_CACHE:
+                self._verdicts.clear()
+            self._verdicts[key] = verdict
+        return verdict
+
+    def _scan(self, item: Any) -> ItemVerdict:
         findings = self.scanner.scan_definition(item)
         value = definition_score(findings)
         verdict = ItemVerdict(item_name(item), value, value >= self.threshold, findings)
@@ -185,10 +215,6 @@ class ToolPoisoningGuard(Guard):
             else:
                 borderline = scored.probability >= model.floor
                 verdict = replace(verdict, learned=described, borderline_model=borderline)
-        if self.first_sight is not None and self.borderline(verdict):
-            answer = self.first_sight.verdict(item)  # escalate-only: HOLD drops, else as is
-            if answer is not None and answer.escalates:
-                return replace(verdict, flagged=True, findings=[*findings, CONSULT_FINDING])
         return verdict
 
     def _consult(self, what: str, items: list[Any], verdicts: list[ItemVerdict]) -> None:
