@@ -51,10 +51,12 @@ def held_half(key: str) -> bool:
 
 
 def written_sets() -> list[tuple[str, list[dict[str, Any]]]]:
-    """The written development sets: the opened round-5 sealed set, our round-5 rows and the
-    round-6 development rows (written for training, not blind)."""
+    """The written development sets: the opened round-5 and round-6 sealed sets (each opened
+    once, then development data), our round-5 rows and the round-6 development rows (written
+    for training, not blind). A sealed set not yet opened is never read here."""
     sealed5 = load_rows(text=open_sealed(ROOT / "tests/evaluation/sealed", "round5"))
-    out = [("round5-sealed", sealed5), ("round5-dev", load_rows())]
+    sealed6 = load_rows(text=open_sealed(ROOT / "tests/evaluation/sealed6", "round6"))
+    out = [("round5-sealed", sealed5), ("round6-sealed", sealed6), ("round5-dev", load_rows())]
     by_writer: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for r in load_rows(DATA / "round6_dev.jsonl"):  # ids dev6-, dev6b-, dev6c-: three writers
         by_writer["round6-dev-" + (r["id"].split("-")[0][4:] or "a")].append(r)

@@ -169,3 +169,21 @@ def test_a_relisted_definition_is_judged_once(monkeypatch: pytest.MonkeyPatch) -
     again = guard.judge(tool("Keeps notes for the user."))  # a new dict, same content
     other = guard.judge(tool("Keeps short notes."))
     assert again is first and other is not first and len(scans) == 2
+
+
+def test_an_order_about_another_server_by_its_name_is_shadowing(toy_models: None) -> None:
+    """No tool of the other upstream is named, only the upstream itself ("the payments
+    server"): with the scorer's verdict that is shadowing; a harmless mention is not."""
+    catalog = {"payments": [{"name": "refund", "inputSchema": {}}]}
+
+    def found(description: str) -> list[Any]:
+        mine = [tool(description, "find_customer")]
+        return find_shadowing("crm", mine, {**catalog, "crm": mine}, ["crm", "payments"],
+                              ToolShadowingOptions())  # fmt: skip
+
+    hit = found("Finds a customer. Refunds through the Payments server: zzhostile them.")
+    assert [(h.reason, h.other_upstream) for h in hit] == [
+        ("references-other-upstream", "payments")
+    ]
+    assert not found("Finds a customer. Its id is what the payments server expects.")
+    assert not found("Finds a customer. Please zzhostile them.")  # no other server named

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -228,6 +229,8 @@ def find_shadowing(
             shadowing = _renamed_copy(upstream, mine, rank, tool, name, by_params, options)
         if shadowing is None and options.check_descriptions:
             shadowing = _reference(tool, own_names, other_names)
+        if shadowing is None and options.check_descriptions:
+            shadowing = _server_reference(tool, upstream, catalog)
         if shadowing is None and options.check_overlap and all_others and _promotes(tool):
             for uid, other in all_others:
                 if _overlaps(tool, other):
@@ -353,12 +356,44 @@ def _reference(
     return None
 
 
+def _server_reference(
+    tool: Mapping[str, Any], upstream: str, catalog: Mapping[str, Sequence[Mapping[str, Any]]]
+) -> Shadowing | None:
+    """A description that names another upstream itself ("the payments server", "im
+    GitHub-Server") and that the learned scorer rates as orders aimed at the model: an order
+    about another server's tools without naming one of them."""
+    others = [uid for uid in catalog if uid != upstream and len(uid) >= SERVER_NAME_MIN]
+    if not others:
+        return None
+    try:
+        texts = [t for t in definition_texts(tool) if not t.is_name]
+    except StructureLimit:
+        return None
+    for text in texts:
+        for uid in others:
+            if _server_word(uid).search(text.text) and _directive(tool):
+                return Shadowing(str(tool.get("name")), "references-other-upstream", uid, "*",
+                                 text.path)  # fmt: skip
+    return None
+
+
+SERVER_NAME_MIN = 3  # shorter upstream ids ("fx") are too common as letters in prose
+
+
+@functools.lru_cache(maxsize=1024)
+def _server_word(uid: str) -> re.Pattern[str]:
+    """An upstream id as a word of prose, with `-`, `_` or a space between its parts."""
+    parts = [re.escape(p) for p in re.split(r"[-_. ]+", uid) if p]
+    return re.compile(r"(?<![\w-])" + r"[-_ ]?".join(parts) + r"(?![\w])", re.IGNORECASE)
+
+
 def _directive(tool: Mapping[str, Any]) -> bool:
     """The learned scorer rates the definition as orders aimed at the model."""
     from mcpward.guards.detection import directive_model
     from mcpward.guards.detection.definition_directive import directive_score
 
-    return directive_score(tool).probability >= directive_model.load_model("definition").threshold
+    model = directive_model.load_model("definition")
+    return directive_score(tool).probability >= model.threshold
 
 
 class ToolShadowingGuard(Guard):
