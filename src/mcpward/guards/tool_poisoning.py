@@ -6,6 +6,7 @@ leaving it out of the list alone would not stop a client that knows the name.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections import Counter
 from dataclasses import dataclass, replace
@@ -70,7 +71,6 @@ class ToolPoisoningOptions(BaseModel):
 CONSULT_FINDING = Finding("consult", "tier2-hold", "$", 0, 0, 0.0)
 LEARNED = "learned-directive"
 VERDICT_CACHE = 2048  # definitions whose verdict a guard keeps, by content (then it starts over)
-VERDICT_KEY_MAX = 64 * 1024  # a larger definition is judged every time it is listed
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,7 +131,7 @@ class ToolPoisoningGuard(Guard):
         self.first_sight: FirstSightConsult | None = None
         self.learned = LEARNED not in options.disabled_families
         self._model: DirectiveModel | None = None
-        self._verdicts: dict[str, ItemVerdict] = {}
+        self._verdicts: dict[bytes, ItemVerdict] = {}
 
     async def attach(self, services: GatewayServices) -> None:
         settings = services.consult
@@ -184,11 +184,11 @@ class ToolPoisoningGuard(Guard):
 
     def _cached(self, item: Any) -> ItemVerdict:
         try:
-            key = json.dumps(item, sort_keys=True, ensure_ascii=False)
+            text = json.dumps(item, sort_keys=True, ensure_ascii=False)
         except (TypeError, ValueError):
             return self._scan(item)  # not JSON: judged every time
-        if len(key) > VERDICT_KEY_MAX:
-            return self._scan(item)
+        # the digest, not the text, is kept: the cache's memory is bounded by its entries
+        key = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
         verdict = self._verdicts.get(key)
         if verdict is None:
             verdict = self._scan(item)

@@ -18,6 +18,7 @@ Pure Python, no numeric library; words are featurised once per process (cached).
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import re
@@ -214,7 +215,7 @@ class DirectiveModel:
         self.threshold: float = float(table["threshold"])
         self.floor: float = float(table.get("floor", self.threshold))  # worth asking tier 2
         self.weights: dict[str, float] = {k: float(v) for k, v in table["weights"].items()}
-        self._definitions: dict[DefinitionKey, ModelScore] = {}
+        self._definitions: dict[bytes, ModelScore] = {}
         self._words: dict[str, float] = {}
 
     def describe(self, scored: ModelScore) -> dict[str, Any]:
@@ -222,12 +223,17 @@ class DirectiveModel:
                 "threshold": self.threshold, "top_features": list(scored.top)}  # fmt: skip
 
     def score_definition(self, item: Any, findings: Iterable[Any]) -> ModelScore:
-        """`score` of a definition, kept per content: a server lists the same tools again and
-        again, and each list is judged whole."""
-        key = definition_key(item, findings)
+        """`score` of a definition, kept per content (by digest: the memory is bounded by the
+        entries): a server lists the same tools again and again."""
+        name, texts, ids = definition_key(item, findings)
+        digest = hashlib.blake2b(digest_size=16)
+        for part in (name, *texts, "", *sorted(ids)):  # each part length-prefixed
+            raw = part.encode("utf-8", "surrogatepass")
+            digest.update(len(raw).to_bytes(8, "big") + raw)
+        key = digest.digest()
         scored = self._definitions.get(key)
         if scored is None:
-            scored = self.score(read_units(key[1], key[0], key[2]))
+            scored = self.score(read_units(texts, name, ids))
             if len(self._definitions) >= DEFINITION_CACHE:
                 self._definitions.clear()
             self._definitions[key] = scored
