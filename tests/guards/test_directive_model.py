@@ -187,3 +187,19 @@ def test_an_order_about_another_server_by_its_name_is_shadowing(toy_models: None
     ]
     assert not found("Finds a customer. Its id is what the payments server expects.")
     assert not found("Finds a customer. Please zzhostile them.")  # no other server named
+
+
+def test_the_verdict_caches_stay_bounded_whatever_an_upstream_lists() -> None:
+    """Many distinct, large definitions: entries never exceed the cap, and each keeps a 16-byte
+    digest, not the definition."""
+    from mcpward.guards import tool_poisoning as tp
+
+    guard = poisoning()
+    big = "Lists files. " * 2000  # 26 KB of description
+    for i in range(tp.VERDICT_CACHE + 50):
+        guard.judge(tool(f"{big} {i}", name=f"t{i}"))
+        assert len(guard._verdicts) <= tp.VERDICT_CACHE
+    assert {len(k) for k in guard._verdicts} == {16}
+    model = guard.model
+    assert model is not None and len(model._definitions) <= dm.DEFINITION_CACHE
+    assert {len(k) for k in model._definitions} == {16}
