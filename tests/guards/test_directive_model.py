@@ -38,8 +38,11 @@ def toy(name: str, weights: dict[str, float]) -> dm.DirectiveModel:
 @pytest.fixture
 def toy_models(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """Both shipped models replaced by a toy one that rates 'zzhostile' sentences hostile."""
+    from mcpward.guards.detection import definition_directive
+
     models = {n: toy(n, {HOSTILE: 10.0}) for n in ("definition", "result")}
     monkeypatch.setattr(dm, "load_model", models.__getitem__)
+    monkeypatch.setattr(definition_directive, "_scores", {})  # scores of the shipped model
     yield
 
 
@@ -203,3 +206,17 @@ def test_the_verdict_caches_stay_bounded_whatever_an_upstream_lists() -> None:
     model = guard.model
     assert model is not None and len(model._definitions) <= dm.DEFINITION_CACHE
     assert {len(k) for k in model._definitions} == {16}
+
+
+@pytest.mark.parametrize("depth", [100, 5000])
+def test_a_definition_nested_past_the_limits_fails_closed_without_an_error(depth: int) -> None:
+    """Deeper than the scanner walks (64) or than the JSON encoder recurses: the item is
+    flagged unscannable, as before the scorer and the verdict cache, and nothing raises."""
+    schema: dict[str, Any] = {"type": "object"}
+    node = schema
+    for _ in range(depth):
+        child: dict[str, Any] = {"type": "object"}
+        node["properties"] = {"x": child}
+        node = child
+    verdict = poisoning().judge({"name": "deep", "description": "d", "inputSchema": schema})
+    assert verdict.flagged and "unscannable" in {f.family for f in verdict.findings}

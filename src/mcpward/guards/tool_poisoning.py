@@ -6,15 +6,13 @@ leaving it out of the list alone would not stop a client that knows the name.
 
 from __future__ import annotations
 
-import hashlib
-import json
 from collections import Counter
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from mcpward.guards.detection.definition_directive import DEFINITION_RULES
+from mcpward.guards.detection.definition_directive import DEFINITION_RULES, content_digest
 from mcpward.guards.detection.families import check_family_ids
 from mcpward.guards.detection.regex import compile_pending
 from mcpward.guards.detection.scanner import (
@@ -167,8 +165,8 @@ class ToolPoisoningGuard(Guard):
         self, item: Any, findings: list[Finding]
     ) -> tuple[ModelScore, DirectiveModel] | None:
         model = self.model
-        if model is None:
-            return None
+        if model is None or any(f.family == "unscannable" for f in findings):
+            return None  # the rules fail closed on it already; the scorer would walk it again
         return model.score_definition(item, findings), model
 
     def judge(self, item: Any) -> ItemVerdict:
@@ -183,12 +181,9 @@ class ToolPoisoningGuard(Guard):
         return verdict
 
     def _cached(self, item: Any) -> ItemVerdict:
-        try:
-            text = json.dumps(item, sort_keys=True, ensure_ascii=False)
-        except (TypeError, ValueError):
-            return self._scan(item)  # not JSON: judged every time
-        # the digest, not the text, is kept: the cache's memory is bounded by its entries
-        key = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+        key = content_digest(item)
+        if key is None:
+            return self._scan(item)  # not JSON, or nested past the encoder: judged every time
         verdict = self._verdicts.get(key)
         if verdict is None:
             verdict = self._scan(item)
