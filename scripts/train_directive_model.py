@@ -5,15 +5,16 @@ only, report leave-one-source-out numbers, and write the weight tables.
     .venv/bin/python scripts/train_directive_model.py definition [--write]
     .venv/bin/python scripts/train_directive_model.py result [--write]
 
-Development data (every row was read while tuning): the opened round-5 sealed set, our round-5,
-round-6 and multilingual rows, the corpora's dev split, the recorded real tools, half of the
-recorded real outputs and ordinary documents (by a fixed hash; the other half and the 135-tool
-held-out batch of real servers are never trained on).
+Development data (every row was read while tuning): the opened sealed sets of rounds 5, 6 and
+7, our round-5, round-6, round-8 and multilingual rows, the corpora's dev split, the recorded
+real tools, half of the recorded real outputs and ordinary documents (by a fixed hash; the other
+half and the 135-tool held-out batch of real servers are never trained on).
 A sealed set that has not been opened is never read here.
 
 Leave-one-source-out: the model is trained without one source and scored on it, which is what
 a blind set written by someone else looks like; the threshold is set on out-of-fold scores of
-the benign rows (false positives at most `--fpr`).
+the benign rows (false positives at most `--fpr`). `--hold-out SOURCE --write --out DIR` trains
+without a source and writes the tables elsewhere, to measure the guards on it (never shipped).
 """
 
 from __future__ import annotations
@@ -42,6 +43,8 @@ from mcpward.guards.detection.directive_model import (  # noqa: E402
 # Character n-grams: worth their cost on definitions (judged once per list), not on every
 # tool result (the 4 KiB budget is 0.2 ms for all content guards).
 GRAMS = {"definition": True, "result": False}
+SEALED = ROOT / "tests/evaluation"
+HELD_OUT: set[str] = set()  # sources left out of training (--hold-out), to measure on them
 Row = tuple[str, int, list[Counter[str]], bool, str]  # source, label, units' features, ruled, lang
 
 
@@ -51,16 +54,20 @@ def held_half(key: str) -> bool:
 
 
 def written_sets() -> list[tuple[str, list[dict[str, Any]]]]:
-    """The written development sets: the opened round-5 and round-6 sealed sets (each opened
-    once, then development data), our round-5 rows and the round-6 development rows (written
-    for training, not blind). A sealed set not yet opened is never read here."""
-    sealed5 = load_rows(text=open_sealed(ROOT / "tests/evaluation/sealed", "round5"))
-    sealed6 = load_rows(text=open_sealed(ROOT / "tests/evaluation/sealed6", "round6"))
-    out = [("round5-sealed", sealed5), ("round6-sealed", sealed6), ("round5-dev", load_rows())]
+    """The written development sets: the opened sealed sets of rounds 5 to 7 (each opened once,
+    then development data) and the development rows of rounds 5, 6 and 8 (written for
+    training, not blind), one source per writer. A sealed set not yet opened is never read
+    here."""
+    out = [("round5-dev", load_rows())]
+    for folder, stem in (("sealed", "round5"), ("sealed6", "round6"), ("sealed7", "round7")):
+        out.append((f"{stem}-sealed", load_rows(text=open_sealed(SEALED / folder, stem))))
     by_writer: dict[str, list[dict[str, Any]]] = defaultdict(list)
-    for r in load_rows(DATA / "round6_dev.jsonl"):  # ids dev6-, dev6b-, dev6c-: three writers
-        by_writer["round6-dev-" + (r["id"].split("-")[0][4:] or "a")].append(r)
-    return out + sorted(by_writer.items())
+    for name in ("round6_dev.jsonl", "round8_dev.jsonl"):
+        # ids dev6-, dev6b-, dev6c- (round 6) and dev8d-, dev8e- (round 8): one writer each
+        for r in load_rows(DATA / name):
+            writer = r["id"].split("-")[0]
+            by_writer[f"round{writer[3]}-dev-{writer[4:] or 'a'}"].append(r)
+    return [(s, rows) for s, rows in out + sorted(by_writer.items()) if s not in HELD_OUT]
 
 
 def data_hashes() -> dict[str, str]:
@@ -274,7 +281,17 @@ def main() -> None:
         "--threshold", type=float, help="Ship this threshold (read off the --dump curve)."
     )
     parser.add_argument("--dump", type=Path, help="Write the out-of-fold scores (JSONL).")
+    parser.add_argument(
+        "--hold-out",
+        action="append",
+        default=[],
+        help="Leave this written source out of training (e.g. round7-sealed), to measure on it.",
+    )
+    parser.add_argument("--out", type=Path, help="Write the table into this folder instead.")
     args = parser.parse_args()
+    HELD_OUT.update(args.hold_out)
+    if HELD_OUT and args.write and args.out is None:
+        parser.error("a table trained with --hold-out is written only to --out (never shipped)")
     rows = definition_rows() if args.kind == "definition" else result_rows()
     threshold, floor = report(args.kind, rows, args.c, args.fpr, not args.no_loso, args.dump)
     threshold = args.threshold or threshold
@@ -295,7 +312,8 @@ def main() -> None:
         "trained_on": dict(Counter(f"{r[0]}:{'poisoned' if r[1] else 'benign'}" for r in rows)),
         "weights": weights,
     }
-    out = ROOT / f"src/mcpward/guards/detection/data/directive_{args.kind}.json"
+    folder = args.out or ROOT / "src/mcpward/guards/detection/data"
+    out = folder / f"directive_{args.kind}.json"
     out.write_text(json.dumps(table, ensure_ascii=False, separators=(",", ":")) + "\n", "utf-8")
     print(f"wrote {out} ({len(weights)} weights, {out.stat().st_size} bytes)")
 
