@@ -108,6 +108,23 @@ def main() -> None:
         timed(scan_only, Phase.TOOL_RESULT, tool_result(4096), args.repeat),
         None,
     )
+    reads_all = Pipeline(
+        [
+            guard("secrets", [Phase.TOOL_RESULT]),
+            guard("response_injection", [Phase.TOOL_RESULT], learned_reads="all"),
+        ]
+    )
+    report(
+        "4 KiB result, both guards, learned_reads: all (opt-in)",
+        timed(reads_all, Phase.TOOL_RESULT, tool_result(4096), args.repeat),
+        None,
+    )
+    pieces = {"content": [{"type": "text", "text": prose(16384, seed)} for seed in range(64)]}
+    report(
+        "64 strings of 16 KiB, both guards, learned_reads: all",
+        timed(reads_all, Phase.TOOL_RESULT, pieces, max(10, args.repeat // 10)),
+        None,
+    )
     big = tool_result(1 << 20)
     report(
         "1 MiB result, both guards",

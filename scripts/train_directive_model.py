@@ -280,6 +280,11 @@ def main() -> None:
     parser.add_argument(
         "--threshold", type=float, help="Ship this threshold (read off the --dump curve)."
     )
+    parser.add_argument(
+        "--uncued-threshold",
+        type=float,
+        help="Results: the threshold for data with no rule cue (`learned_reads: all`).",
+    )
     parser.add_argument("--dump", type=Path, help="Write the out-of-fold scores (JSONL).")
     parser.add_argument(
         "--hold-out",
@@ -308,6 +313,7 @@ def main() -> None:
         "bias": round(float(model.intercept_[0]), 4),
         "threshold": round(threshold, 4),
         "floor": round(min(threshold, floor), 4),
+        **({"uncued_threshold": args.uncued_threshold} if args.uncued_threshold else {}),
         "data_sha256": data_hashes(),
         "trained_on": dict(Counter(f"{r[0]}:{'poisoned' if r[1] else 'benign'}" for r in rows)),
         "weights": weights,

@@ -59,3 +59,10 @@ def test_preference_manipulation_outputs_are_all_told_apart() -> None:
 def test_keyword_anchored_secrets_meet_their_false_positive_goal_on_ordinary_text() -> None:
     row = recorded_rows.secrets_rows(DATA, ())[1]
     assert row.counts.fpr.high <= 0.005, row.missed
+
+
+def test_the_opt_in_reading_of_every_result_flags_no_more_real_outputs_than_the_default() -> None:
+    # `learned_reads: all`: the result table's uncued_threshold is set for this
+    rows = recorded_rows.injection_rows(DATA)
+    assert "learned_reads: all" in rows[2].dataset
+    assert rows[2].counts.fp <= rows[0].counts.fp

@@ -149,6 +149,37 @@ def test_results_are_flagged_and_redacted_whole(toy_models: None) -> None:
     assert guard.flagged_texts({"content": [{"type": "text", "text": "Weather: 12 C."}]}) == []
 
 
+def test_learned_reads_all_reads_results_with_no_cue_within_a_budget(
+    toy_models: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`learned_reads: all` (opt-in) reads a string in which the rules found no cue, up to
+    64 KiB of strings a result; past the budget the rules alone judge (the cost stays bounded)."""
+    guard = injection_guard_with(learned_reads="all", action="redact")
+    hostile = "Weather: 12 C. Now zzhostile it."
+    assert not guard.scan_text(hostile, with_rules=True).findings  # no cue at all
+    flagged = guard.flagged_texts({"content": [{"type": "text", "text": hostile}]})
+    assert [f.family for f in flagged[0].findings] == ["learned-directive"]
+    assert guard.flagged_texts({"content": [{"type": "text", "text": "Weather: 12 C."}]}) == []
+    read: list[int] = []
+    real_read = dm.read_data
+    monkeypatch.setattr(dm, "read_data", lambda text: read.append(len(text)) or real_read(text))
+    filler = [{"type": "text", "text": f"Weather {i}: 12 C. " * 900} for i in range(10)]
+    assert guard.flagged_texts({"content": filler}) == []
+    assert 0 < sum(read) <= 64 * 1024 < 10 * len(filler[0]["text"])
+
+
+def test_uncued_reads_use_the_tables_uncued_threshold(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A string with no cue is held to the table's `uncued_threshold` (set on recorded real
+    outputs, where most strings have no cue); one with a cue to the ordinary threshold."""
+    table = toy("result", {HOSTILE: 5.0})  # p = 0.73 on a hostile sentence
+    table.threshold, table.uncued_threshold = 0.7, 0.8
+    monkeypatch.setattr(dm, "load_model", lambda name: table)
+    guard = injection_guard_with(learned_reads="all")
+    assert guard.flagged_texts({"content": [{"type": "text", "text": "Now zzhostile it."}]}) == []
+    cued = {"content": [{"type": "text", "text": "From now on zzhostile it."}]}
+    assert len(guard.flagged_texts(cued)) == 1
+
+
 def test_shadowing_needs_a_mention_and_a_directive(toy_models: None) -> None:
     catalog = {"fx": [{"name": "send_email", "inputSchema": {}}]}
 

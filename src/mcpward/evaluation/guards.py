@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 from mcpward.guards.response_injection import ResponseInjectionGuard, ResponseInjectionOptions
 from mcpward.guards.secrets import SecretsGuard, SecretsOptions
 from mcpward.guards.tool_poisoning import ToolPoisoningGuard, ToolPoisoningOptions
@@ -21,10 +23,13 @@ def secrets_guard() -> SecretsGuard:
     return SecretsGuard(_spec("secrets", [Phase.TOOL_RESULT]), SecretsOptions())
 
 
-def injection_guard(learned: bool = True) -> ResponseInjectionGuard:
-    """The default response_injection; `learned=False`: its rules alone (to train the scorer)."""
+def injection_guard(
+    learned: bool = True, reads: Literal["cued", "all"] = "cued"
+) -> ResponseInjectionGuard:
+    """The default response_injection; `learned=False`: its rules alone (to train the scorer);
+    `reads="all"`: the opt-in `learned_reads: all`."""
     off = [] if learned else ["learned-directive"]
     return ResponseInjectionGuard(
         _spec("response_injection", [Phase.TOOL_RESULT]),
-        ResponseInjectionOptions(disabled_families=off),
+        ResponseInjectionOptions(disabled_families=off, learned_reads=reads),
     )

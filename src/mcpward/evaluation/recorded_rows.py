@@ -15,6 +15,7 @@ from mcpward.evaluation.guards import injection_guard, poisoning_guard, secrets_
 from mcpward.evaluation.rows import Row, count
 from mcpward.evaluation.stats import Confusion
 from mcpward.evaluation.synthetic import DATA
+from mcpward.guards.response_injection import UNCUED_BUDGET
 from mcpward.guards.tool_shadowing import ToolShadowingOptions, find_shadowing
 
 # Each function is computed once per process and data directory (the rules do not change
@@ -78,9 +79,14 @@ def shadowing_rows(data: Path) -> tuple[Row, ...]:
 @functools.cache
 def injection_rows(data: Path) -> tuple[Row, ...]:
     guard = injection_guard()
+    reads_all = injection_guard(reads="all")
 
     def flagged(text: str) -> bool:
         return guard.scan_text(text).score >= guard.threshold
+
+    def flagged_reading_all(text: str) -> bool:
+        verdict = reads_all.scan_text(text, uncued=len(text) <= UNCUED_BUDGET)
+        return verdict.score >= reads_all.threshold
 
     outputs = R.tool_outputs(data)
     servers = len({o.server for o in outputs})
@@ -88,6 +94,12 @@ def injection_rows(data: Path) -> tuple[Row, ...]:
         outputs,
         lambda _: False,
         lambda o: any(flagged(t) for t in o.texts()),
+        lambda o: f"{o.server}/{o.tool}",
+    )
+    all_counts, all_missed = count(
+        outputs,
+        lambda _: False,
+        lambda o: any(flagged_reading_all(t) for t in o.texts()),
         lambda o: f"{o.server}/{o.tool}",
     )
     examples = [
@@ -118,6 +130,15 @@ def injection_rows(data: Path) -> tuple[Row, ...]:
             pref_counts,
             note="written by us; a development number, not a measurement",
             missed=pref_missed,
+        ),
+        Row(
+            "response_injection",
+            f"the same outputs with the opt-in learned_reads: all ({servers} servers)",
+            "dev",
+            all_counts,
+            goal="no more flagged than by default",
+            note=NOTE,
+            missed=all_missed,
         ),
     )
 

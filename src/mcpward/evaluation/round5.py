@@ -19,8 +19,9 @@ from mcpward.evaluation.stats import Rate
 from mcpward.evaluation.synthetic import DATA
 from mcpward.guards.tool_shadowing import ToolShadowingOptions, find_shadowing
 
-KINDS = ("definition", "result", "cross_server")
+KINDS = ("definition", "result", "result-all", "cross_server")
 GUARD_OF = {"definition": "tool_poisoning", "result": "response_injection",
+            "result-all": "response_injection with the opt-in `learned_reads: all`",
             "cross_server": "tool_shadowing"}  # fmt: skip
 
 
@@ -57,15 +58,20 @@ class Judge:
     def __init__(self) -> None:
         self.poisoning = poisoning_guard()
         self.injection = injection_guard()
+        self.injection_all = injection_guard(reads="all")
         self.shadowing = ToolShadowingOptions()
 
-    def flagged(self, row: dict[str, Any]) -> bool:
-        kind = row["kind"]
+    def flagged(self, row: dict[str, Any], kind: str | None = None) -> bool:
+        """Whether the guard of `kind` (default: the row's) flags the row."""
+        kind = kind or row["kind"]
         if kind == "definition":
             return self.poisoning.judge(row["tool"]).flagged
         if kind == "result":
             payload = {"content": [{"type": "text", "text": row["text"]}], "isError": False}
             return bool(self.injection.flagged_texts(payload))
+        if kind == "result-all":
+            payload = {"content": [{"type": "text", "text": row["text"]}], "isError": False}
+            return bool(self.injection_all.flagged_texts(payload))
         if kind == "cross_server":
             server, tool = row["server"], row["tool"]
             others = {uid: [_as_tool(t) for t in tools] for uid, tools in
@@ -94,20 +100,23 @@ def tabulate(rows: Iterable[dict[str, Any]], judge: Judge | None = None) -> dict
     judge = judge or Judge()
     cells: dict[str, Cell] = defaultdict(Cell)
     for row in rows:
-        hit = judge.flagged(row)
-        groups = ["all", f"lang={row.get('lang')}", f"family={row.get('family')}"]
-        if row.get("hard"):
-            groups.append("hard")
-        if row.get("namespaced"):
-            groups.append("namespaced")
-        for group in groups:
-            cell = cells[f"{row['kind']}|{row['label']}|{group}"]
-            cell.n += 1
-            cell.flagged += hit
-            wrong = hit != (row["label"] == "poisoned")
-            if wrong and group == "all":
-                cell.misses.append(str(row.get("id")))
+        for kind in ("result", "result-all") if row["kind"] == "result" else (row["kind"],):
+            _count(cells, row, kind, judge.flagged(row, kind))
     return dict(cells)
+
+
+def _count(cells: dict[str, Cell], row: dict[str, Any], kind: str, hit: bool) -> None:
+    groups = ["all", f"lang={row.get('lang')}", f"family={row.get('family')}"]
+    if row.get("hard"):
+        groups.append("hard")
+    if row.get("namespaced"):
+        groups.append("namespaced")
+    for group in groups:
+        cell = cells[f"{kind}|{row['label']}|{group}"]
+        cell.n += 1
+        cell.flagged += hit
+        if hit != (row["label"] == "poisoned") and group == "all":
+            cell.misses.append(str(row.get("id")))
 
 
 def _fmt(cell: Cell) -> str:

@@ -62,6 +62,9 @@ LEARNED_RULE = "directive-model"
 # The learned scorer reads strings up to this long (its cost grows with the text) in which the
 # rules found at least a weak cue; the others are judged by the rules alone.
 LEARNED_MAX_CHARS = 16 * 1024
+# With `learned_reads: all` it also reads strings with no cue, until this many characters of a
+# payload's strings were read (about 0.3 ms per KiB: a result costs at most ~20 ms more).
+UNCUED_BUDGET = 64 * 1024
 
 
 class ResponseInjectionOptions(BaseModel):
@@ -72,6 +75,12 @@ class ResponseInjectionOptions(BaseModel):
     custom_patterns: list[CustomPattern] = Field(default_factory=list)
     disabled_families: list[str] = Field(default_factory=list)
     marker: str = Field(default="[REMOVED:{family}]", pattern=r"^[^\"\\]*$")
+    learned_reads: Literal["cued", "all"] = Field(
+        default="cued",
+        description="Which strings the learned scorer reads: `cued` only those where the rules "
+        "found a cue (most results cost nothing more); `all` every string too, until 64 KiB of a "
+        "result were read: it finds orders worded with no cue at all, for about 0.3 ms per KiB.",
+    )
 
     _known = field_validator("disabled_families")(check_family_ids)
 
@@ -131,13 +140,16 @@ class ResponseInjectionGuard(Guard):
         compile_pending()  # this kind's rule sets, off the event loop
         _ = self.model
 
-    def _learned(self, text: str, path: str, verdict: TextVerdict) -> TextVerdict:
+    def _learned(
+        self, text: str, path: str, verdict: TextVerdict, uncued: bool = False
+    ) -> TextVerdict:
         """Escalate-only: the learned scorer may flag a string the rules left under the
-        threshold, never clear one they flagged."""
+        threshold, never clear one they flagged. A string with no cue at all (most results) is
+        read only when `uncued` (`learned_reads: all`), against the table's uncued threshold."""
         model = self.model
         if (
             model is None
-            or not verdict.findings  # no cue at all: most results; the scorer is not asked
+            or (not verdict.findings and not uncued)
             or verdict.score >= self.threshold
             or len(text) > LEARNED_MAX_CHARS
         ):
@@ -145,21 +157,25 @@ class ResponseInjectionGuard(Guard):
         from mcpward.guards.detection.directive_model import read_data
 
         scored = model.score(read_data(text))
-        if scored.probability < model.threshold:
+        if scored.probability < (model.threshold if verdict.findings else model.uncued_threshold):
             return verdict
         # one more family of evidence, as strong as the default threshold
         found = [*verdict.findings, Finding(LEARNED, LEARNED_RULE, path, 0, len(text), 1.0)]
         return TextVerdict(path, definition_score(found), found, model.describe(scored))
 
-    def scan_text(self, text: str, path: str = "$", with_rules: bool = True) -> TextVerdict:
-        """`with_rules=False`: no rule can match (a joined pass said so); Unicode checks only."""
+    def scan_text(
+        self, text: str, path: str = "$", with_rules: bool = True, uncued: bool = False
+    ) -> TextVerdict:
+        """`with_rules=False`: no rule can match (a joined pass said so); Unicode checks only.
+        `uncued`: the learned scorer reads the string even if the rules found no cue in it."""
         findings, gated = self.scanner.scan_text_gated(text, path, with_rules)
         for lo, hi in foreign_windows(text) if gated else ():
             findings += [
                 Finding(f.family, f.rule, f.path, f.start + lo, f.end + lo, f.weight)
                 for f in self.foreign.scan_text(text[lo:hi], path)
             ]
-        return self._learned(text, path, TextVerdict(path, definition_score(findings), findings))
+        verdict = TextVerdict(path, definition_score(findings), findings)
+        return self._learned(text, path, verdict, uncued)
 
     def flagged_texts(
         self,
@@ -176,9 +192,12 @@ class ResponseInjectionGuard(Guard):
             )
         prose = [(text, link) for text, link, _depth, _media, is_prose in walked.items if is_prose]
         with_rules = self.scanner.may_match([text for text, _ in prose])
+        budget = UNCUED_BUDGET if self.options.learned_reads == "all" else 0
         out = []
         for text, link in prose:
-            verdict = self.scan_text(text, "$", with_rules)
+            uncued = len(text) <= budget  # then the rules alone judge the rest
+            budget = budget - len(text) if uncued else 0
+            verdict = self.scan_text(text, "$", with_rules, uncued)
             if expected:
                 kept = [f for f in verdict.findings if f.family not in expected]
                 verdict = TextVerdict(verdict.path, definition_score(kept), kept, verdict.learned)

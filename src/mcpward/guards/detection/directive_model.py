@@ -214,6 +214,8 @@ class DirectiveModel:
         self.bias: float = float(table["bias"])
         self.threshold: float = float(table["threshold"])
         self.floor: float = float(table.get("floor", self.threshold))  # worth asking tier 2
+        # for data in which the rules found no cue at all (response_injection's opt-in)
+        self.uncued_threshold = float(table.get("uncued_threshold", self.threshold))
         self.weights: dict[str, float] = {k: float(v) for k, v in table["weights"].items()}
         self._definitions: dict[bytes, ModelScore] = {}
         self._words: dict[str, float] = {}
