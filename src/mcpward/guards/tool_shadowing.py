@@ -143,6 +143,9 @@ def _numbered(name: str, other: str) -> bool:
     return False
 
 
+PLAIN_NAME_MIN = 4  # shorter plain tool names ("get", "ls") are ordinary letters in prose
+
+
 def _distinctive(name: str) -> bool:
     """A name unlikely to be an ordinary word in prose (has a separator, digit or camelCase)."""
     return len(name) >= 4 and (
@@ -236,6 +239,8 @@ def find_shadowing(
                 if _overlaps(tool, other):
                     shadowing = Shadowing(name, "promoted-overlap", uid, str(other["name"]))
                     break
+        if shadowing is None and options.check_descriptions:
+            shadowing = _reference(tool, own_names, other_names, plain=True)
         if shadowing is not None:
             found.append(shadowing)
     return found
@@ -325,11 +330,12 @@ def _orders(text: str) -> bool:
 
 
 def _reference(
-    tool: Mapping[str, Any], own: set[str], others: dict[str, tuple[str, str]]
+    tool: Mapping[str, Any], own: set[str], others: dict[str, tuple[str, str]], plain: bool = False
 ) -> Shadowing | None:
     """A description that names another upstream's tool (under any alias) and gives an order
     about it: an order cue in the same text, or the learned scorer rating the definition as
-    orders aimed at the model (a cross-server mention plus that is how shadowing reads)."""
+    orders aimed at the model (a cross-server mention plus that is how shadowing reads).
+    `plain`: a tool name that is an ordinary word counts too (the last check: weakest)."""
     if not others:
         return None
     try:
@@ -343,9 +349,15 @@ def _reference(
         for match in _IDENTIFIER.finditer(text.text):
             word = match.group(0).rstrip(".-/:")
             key = _other_key(word.casefold(), own, others)
-            if key is None or not (_distinctive(word) or word in quoted):
+            if key is None:
                 continue
             uid, other = others[key]
+            if not (_distinctive(word) or word in quoted):
+                # an ordinary word that is also another upstream's tool name ("transfer",
+                # "push"): with `plain`, a mention, but only with the learned scorer's verdict
+                if plain and len(word) >= PLAIN_NAME_MIN:
+                    mentioned = mentioned or (uid, other, text.path)
+                continue
             if _orders(text.text):
                 return Shadowing(str(tool.get("name")), "references-other-upstream", uid, other,
                                  text.path)  # fmt: skip
