@@ -68,6 +68,21 @@ def test_a_default_id_on_another_kind_is_refused() -> None:
     assert "replace_defaults: true" in text
 
 
+def test_an_adjusting_entry_without_defaults_says_there_is_none_to_adjust() -> None:
+    adjust = {"id": "response_injection", "config": {"action": "redact"}}
+    with pytest.raises(ConfigError) as info:
+        parse_config({"upstreams": [UPSTREAM], "guards": [{"runs_on": ["tool_result"]}]})
+    assert "give the `id` of a built-in guard to adjust it: " + ", ".join(DEFAULT_IDS) in str(
+        info.value
+    )
+    replaced = {"replace_defaults": True, "list": [adjust]}
+    with pytest.raises(ConfigError) as info:
+        parse_config({"upstreams": [UPSTREAM], "guards": replaced})
+    assert "`replace_defaults: true` drops the built-in guards: there is none to adjust" in str(
+        info.value
+    )
+
+
 def test_protections_say_what_is_off() -> None:
     replaced = parse_config(
         {"upstreams": [UPSTREAM], "guards": {"replace_defaults": True, "list": [FILTER]}}

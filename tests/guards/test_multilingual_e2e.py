@@ -86,3 +86,32 @@ async def test_orders_only_the_learned_scorer_sees_are_dropped_denied_and_explai
         assert "learned-directive" in item["families"]
         assert item["learned"]["probability"] >= item["learned"]["threshold"]
         assert item["learned"]["top_features"]
+
+
+async def test_learned_reads_all_removes_an_order_with_no_cue_that_the_default_lets_through(
+    gateway_client: Any, tmp_path: Path
+) -> None:
+    """A tool result whose order to the model carries no rule cue (Korean, written for this
+    test): the default response_injection does not read it; with the opt-in
+    `learned_reads: all` the learned scorer does, the sentence goes and the receipt says why."""
+    async with gateway_client([upstream("results")], mode="legacy") as client:
+        text = (await client.call_tool("doseogwan", {})).content[0].text  # type: ignore[union-attr]
+        assert fixture.UNCUED_KO in text
+    reads_all = [  # (the harness writes `replace_defaults: true`: a full entry)
+        {
+            "kind": "response_injection",
+            "priority": 65,
+            "runs_on": ["tool_result"],
+            "config": {"learned_reads": "all", "action": "redact"},
+        }
+    ]
+    async with gateway_client([upstream("results")], guards=reads_all, mode="legacy") as client:
+        text = (await client.call_tool("doseogwan", {})).content[0].text  # type: ignore[union-attr]
+        assert fixture.UNCUED_KO not in text and "[REMOVED:learned-directive]" in text
+        plain = (await client.call_tool("yeollamsil", {})).content[0].text  # type: ignore[union-attr]
+        assert "[REMOVED" not in plain
+    call = next(
+        r for r in receipts(tmp_path / "mcpward.yaml") if "prompt_injection" in r["redactions"]
+    )
+    injection = next(g for g in call["guards"] if g["kind"] == "response_injection")
+    assert injection["evidence"]["fields"][0]["learned"]["model"] == "result"

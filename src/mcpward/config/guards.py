@@ -96,13 +96,12 @@ def _entry_spec(
             return None, problems
         return GuardSpec.model_validate({**default.model_dump(), **given}), problems
     if entry.kind is None:
-        problems.append(
-            (
-                f"{where}.kind",
-                "required field is missing (or give the `id` of a built-in guard to adjust "
-                "it: " + ", ".join(known) + ")",
-            )
+        hint = (
+            "(or give the `id` of a built-in guard to adjust it: " + ", ".join(known) + ")"
+            if known
+            else "(`replace_defaults: true` drops the built-in guards: there is none to adjust)"
         )
+        problems.append((f"{where}.kind", "required field is missing " + hint))
     elif entry.kind not in _known_kinds():
         problems.append((f"{where}.kind", _unknown_kind(entry.kind, _known_kinds())))
     if entry.runs_on is None:
