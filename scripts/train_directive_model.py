@@ -5,7 +5,7 @@ only, report leave-one-source-out numbers, and write the weight tables.
     .venv/bin/python scripts/train_directive_model.py definition [--write]
     .venv/bin/python scripts/train_directive_model.py result [--write]
 
-Development data (every row was read while tuning): the opened sealed sets of rounds 5 to 8,
+Development data (every row was read while tuning): the opened sealed sets of rounds 5 to 9,
 our round-5, round-6, round-8 and multilingual rows, the corpora's dev split, the recorded
 real tools, half of the recorded real outputs and ordinary documents (by a fixed hash; the other
 half and the 135-tool held-out batch of real servers are never trained on).
@@ -54,7 +54,7 @@ def held_half(key: str) -> bool:
 
 
 def written_sets() -> list[tuple[str, list[dict[str, Any]]]]:
-    """The written development sets: the opened sealed sets of rounds 5 to 8 (each opened once,
+    """The written development sets: the opened sealed sets of rounds 5 to 9 (each opened once,
     then development data) and the development rows of rounds 5, 6 and 8 (written for
     training, not blind), one source per writer. A sealed set not yet opened is never read
     here."""
@@ -64,6 +64,7 @@ def written_sets() -> list[tuple[str, list[dict[str, Any]]]]:
         ("sealed6", "round6"),
         ("sealed7", "round7"),
         ("sealed8", "round8"),
+        ("sealed9", "round9"),
     ):
         out.append((f"{stem}-sealed", load_rows(text=open_sealed(SEALED / folder, stem))))
     by_writer: dict[str, list[dict[str, Any]]] = defaultdict(list)
