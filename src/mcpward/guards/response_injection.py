@@ -63,7 +63,7 @@ LEARNED_RULE = "directive-model"
 # rules found at least a weak cue; the others are judged by the rules alone.
 LEARNED_MAX_CHARS = 16 * 1024
 # With `learned_reads: all` it also reads strings with no cue, until this many characters of a
-# payload's strings were read (about 0.3 ms per KiB: a result costs at most ~20 ms more).
+# payload's strings were read (about 0.4 ms per KiB: a result costs at most ~25 ms more).
 UNCUED_BUDGET = 64 * 1024
 
 
@@ -79,7 +79,7 @@ class ResponseInjectionOptions(BaseModel):
         default="cued",
         description="Which strings the learned scorer reads: `cued` only those where the rules "
         "found a cue (most results cost nothing more); `all` every string too, until 64 KiB of a "
-        "result were read: it finds orders worded with no cue at all, for about 0.3 ms per KiB.",
+        "result were read: it finds orders worded with no cue at all, for about 0.4 ms per KiB.",
     )
 
     _known = field_validator("disabled_families")(check_family_ids)
